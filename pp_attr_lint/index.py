@@ -1,0 +1,507 @@
+"""Per-file summaries: what one Python module declares, read with the stdlib ``ast``.
+
+A summary is plain builtin data (dicts, lists, tuples, str, int, None) so that the cache can store it
+with :mod:`marshal`.  It holds everything the resolver needs from a file and nothing else:
+
+* ``imports``: local name -> ``(module, name_or_None, level)``.  ``import a.b as c`` gives
+  ``c -> ("a.b", None, 0)``; ``import a.b`` binds ``a -> ("a", None, 0)``; ``from .x import Y as Z``
+  gives ``Z -> ("x", "Y", 1)``.
+* ``aliases``: module-level ``X = some.dotted.Name`` (a class alias).
+* ``tables``: module-level dict literals whose values are 2-tuples of strings (vLLM's registry
+  tables ``{"Arch": ("module", "Class")}``).
+* ``classes``: name -> class record (see :func:`_class_record`).
+* ``functions``: module-level function name -> scope record (params, locals).
+* ``reads``: the attribute reads of the watched attribute names (``X.start_layer`` and
+  ``getattr(X, "start_layer")``), each with its receiver and exact position.
+
+Values of assignments are *value descriptors*, small tuples:
+
+* ``("call", dotted, kwargs)`` -- ``dotted(...)``; ``kwargs`` maps keyword -> list of string
+  literals when the keyword's value is a list/tuple of string literals (``architectures=["A"]``).
+* ``("ref", (name, attr, attr, ...))`` -- a name followed by attribute reads (``self.a.b``).
+* ``("ann", dotted)`` -- an annotation naming a class.
+* ``("none",)`` -- the constant ``None``.
+* ``("unknown",)`` -- anything else.
+
+Positions are 1-based lines and 0-based *character* columns (``ast`` gives UTF-8 byte offsets;
+they are converted here so that they match libcst and ruff's JSON).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+SUMMARY_VERSION = 3
+
+UNKNOWN = ("unknown",)
+NONE = ("none",)
+
+
+def dotted_name(node: ast.AST | None) -> str | None:
+    """Return ``"a.b.c"`` for a Name/Attribute chain, else ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def ref_chain(node: ast.AST) -> tuple[str, ...] | None:
+    """Return ``("self", "a", "b")`` for ``self.a.b`` (a name then attribute reads), else ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return tuple(reversed(parts))
+    return None
+
+
+def _str_list(node: ast.AST) -> list[str] | None:
+    if isinstance(node, (ast.List, ast.Tuple)) and all(
+        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts
+    ):
+        return [e.value for e in node.elts]  # type: ignore[union-attr]
+    return None
+
+
+def value_descriptors(node: ast.AST | None) -> list[tuple]:
+    """Describe what an assigned expression may evaluate to (a list: one per branch)."""
+    if node is None:
+        return [UNKNOWN]
+    if isinstance(node, ast.IfExp):
+        return value_descriptors(node.body) + value_descriptors(node.orelse)
+    if isinstance(node, ast.NamedExpr):
+        return value_descriptors(node.value)
+    if isinstance(node, ast.Constant) and node.value is None:
+        return [NONE]
+    if isinstance(node, ast.Call):
+        callee = dotted_name(node.func)
+        if callee is None:
+            return [UNKNOWN]
+        kwargs = {}
+        for kw in node.keywords:
+            if kw.arg is not None:
+                lits = _str_list(kw.value)
+                if lits is not None:
+                    kwargs[kw.arg] = lits
+        return [("call", callee, kwargs)]
+    chain = ref_chain(node)
+    if chain is not None:
+        return [("ref", chain)]
+    return [UNKNOWN]
+
+
+def annotation_name(node: ast.AST | None) -> str | None:
+    """The class named by an annotation: ``Cls``, ``"Cls"``, ``mod.Cls``; ``Optional[Cls]`` and
+    ``Cls | None`` give ``Cls``.  Anything else gives ``None``."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        try:
+            node = ast.parse(node.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+        left, right = node.left, node.right
+        if isinstance(right, ast.Constant) and right.value is None:
+            return annotation_name(left)
+        if isinstance(left, ast.Constant) and left.value is None:
+            return annotation_name(right)
+        return None
+    if isinstance(node, ast.Subscript) and dotted_name(node.value) in ("Optional", "typing.Optional"):
+        return annotation_name(node.slice)
+    return dotted_name(node)
+
+
+class _LineIndex:
+    """Converts ``ast`` byte columns to character columns, line by line, lazily."""
+
+    def __init__(self, source: str):
+        self.lines = source.splitlines(keepends=True)
+        self._ascii = [ln.isascii() for ln in self.lines]
+
+    def col(self, lineno: int, byte_col: int) -> int:
+        i = lineno - 1
+        if i >= len(self.lines) or self._ascii[i]:
+            return byte_col
+        return len(self.lines[i].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+
+def _is_super_init(call: ast.Call) -> tuple | None:
+    """Classify ``super().__init__(...)``, ``super(P, self).__init__(...)`` and ``B.__init__(self, ...)``."""
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "__init__"):
+        return None
+    target = func.value
+    if isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id == "super":
+        if not target.args:
+            return ("super", None)
+        if len(target.args) == 2:
+            return ("super", dotted_name(target.args[0]))
+        return ("unknown",)
+    name = dotted_name(target)
+    if name is not None:
+        return ("explicit", name)
+    return ("unknown",)
+
+
+class _Summarizer:
+    def __init__(self, source: str, attrs: frozenset[str]):
+        self.attrs = attrs
+        self.lines = _LineIndex(source)
+        self.summary: dict[str, Any] = {
+            "imports": {},
+            "aliases": {},
+            "tables": {},
+            "classes": {},
+            "functions": {},
+            "reads": [],
+            "star_imports": [],
+        }
+
+    # -- module level ------------------------------------------------------------------------
+    def run(self, tree: ast.Module) -> dict[str, Any]:
+        for stmt in tree.body:
+            self._module_stmt(stmt)
+        return self.summary
+
+    def _module_stmt(self, stmt: ast.stmt) -> None:
+        s = self.summary
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname:
+                    s["imports"][a.asname] = (a.name, None, 0)
+                else:
+                    top = a.name.split(".")[0]
+                    s["imports"][top] = (top, None, 0)
+        elif isinstance(stmt, ast.ImportFrom):
+            for a in stmt.names:
+                if a.name == "*":
+                    s["star_imports"].append((stmt.module or "", stmt.level))
+                else:
+                    s["imports"][a.asname or a.name] = (stmt.module or "", a.name, stmt.level)
+        elif isinstance(stmt, ast.ClassDef):
+            s["classes"][stmt.name] = self._class_record(stmt)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            s["functions"][stmt.name] = self._scope(stmt, None, None)
+        elif isinstance(stmt, ast.Assign):
+            self._scan_reads(stmt, None, None)
+            if len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                name = stmt.targets[0].id
+                dn = dotted_name(stmt.value)
+                if dn is not None:
+                    s["aliases"][name] = dn
+                elif isinstance(stmt.value, ast.Dict):
+                    table = {}
+                    for k, v in zip(stmt.value.keys, stmt.value.values):
+                        if (
+                            isinstance(k, ast.Constant)
+                            and isinstance(k.value, str)
+                            and isinstance(v, ast.Tuple)
+                            and len(v.elts) == 2
+                            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
+                        ):
+                            table[k.value] = (v.elts[0].value, v.elts[1].value)  # type: ignore[union-attr]
+                    if table:
+                        s["tables"][name] = table
+        elif isinstance(stmt, (ast.If, ast.Try)) or (hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)):
+            # imports and classes under `if TYPE_CHECKING:` / `try: ... except ImportError:`
+            for body in _sub_bodies(stmt):
+                for sub in body:
+                    self._module_stmt(sub)
+        else:
+            self._scan_reads(stmt, None, None)
+
+    # -- classes -----------------------------------------------------------------------------
+    def _class_record(self, node: ast.ClassDef) -> dict[str, Any]:
+        body_names: list[str] = []
+        properties: list[str] = []
+        methods: dict[str, Any] = {}
+        annotations: dict[str, str] = {}
+        nested: list[str] = []
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                decos = [dotted_name(d.func if isinstance(d, ast.Call) else d) for d in stmt.decorator_list]
+                is_prop = any(
+                    d is not None and (d in ("property", "functools.cached_property", "cached_property")
+                                       or d.endswith(".setter") or d.endswith(".getter"))
+                    for d in decos
+                )
+                if is_prop:
+                    properties.append(stmt.name)
+                else:
+                    body_names.append(stmt.name)
+                static = any(d in ("staticmethod", "classmethod") for d in decos)
+                methods.setdefault(stmt.name, self._scope(stmt, node.name, None if static else "self"))
+            elif isinstance(stmt, ast.Assign):
+                for t in stmt.targets:
+                    body_names.extend(_target_names(t))
+                self._scan_reads(stmt, node.name, None)
+            elif isinstance(stmt, ast.AnnAssign):
+                if isinstance(stmt.target, ast.Name):
+                    ann = annotation_name(stmt.annotation)
+                    if stmt.value is not None:
+                        body_names.append(stmt.target.id)
+                    elif ann is not None:
+                        annotations[stmt.target.id] = ann
+                self._scan_reads(stmt, node.name, None)
+            elif isinstance(stmt, ast.ClassDef):
+                nested.append(stmt.name)
+                body_names.append(stmt.name)
+            elif isinstance(stmt, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
+                # conditional class bodies: every name they bind counts as a class attribute
+                for sub in ast.walk(stmt):
+                    if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                        for t in sub.targets if isinstance(sub, ast.Assign) else [sub.target]:
+                            body_names.extend(_target_names(t))
+                    elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                        body_names.append(sub.name)
+                self._scan_reads(stmt, node.name, None)
+        # `Generic[T]` / `Protocol[T]` count as the subscripted class
+        bases = [dotted_name(b.value if isinstance(b, ast.Subscript) else b) for b in node.bases]
+        return {
+            "line": node.lineno,
+            "col": self.lines.col(node.lineno, node.col_offset),
+            "bases": bases,
+            "keywords": [kw.arg for kw in node.keywords],
+            "decorators": [dotted_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list],
+            "body_names": sorted(set(body_names)),
+            "properties": sorted(set(properties)),
+            "annotations": annotations,
+            "methods": methods,
+        }
+
+    # -- functions and methods ---------------------------------------------------------------
+    def _scope(self, fn: ast.FunctionDef | ast.AsyncFunctionDef, cls: str | None, self_kind: str | None) -> dict:
+        args = fn.args
+        positional = args.posonlyargs + args.args
+        self_name = positional[0].arg if (cls is not None and self_kind and positional) else None
+        params = {}
+        for a in positional + args.kwonlyargs:
+            ann = annotation_name(a.annotation)
+            params[a.arg] = ann
+        for a in (args.vararg, args.kwarg):
+            if a is not None:
+                params[a.arg] = None
+        scope = {
+            "line": fn.lineno,
+            "self": self_name,
+            "params": params,
+            "locals": {},
+            "assigns": {},
+            "init_calls": [],
+            "dynamic": False,
+        }
+        for stmt in fn.body:
+            self._walk_fn(stmt, scope, cls, fn.name)
+        return scope
+
+    def _walk_fn(self, node: ast.AST, scope: dict, cls: str | None, fname: str) -> None:
+        self_name = scope["self"]
+        attrs = self.attrs
+        for sub in ast.walk(node):
+            t = type(sub)
+            if t is ast.Attribute:
+                if sub.attr in attrs:  # type: ignore[attr-defined]
+                    self._read_site_attr(sub, scope, cls)  # type: ignore[arg-type]
+                continue
+            if t not in _FN_INTERESTING:
+                continue
+            if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
+                value = sub.value
+                for t in targets:
+                    self._record_target(t, value, scope, sub, annotation=getattr(sub, "annotation", None))
+            elif isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                scope["locals"].setdefault(sub.target.id, []).extend(value_descriptors(sub.value))
+            elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)):
+                for n in _target_names(sub.target):
+                    scope["locals"].setdefault(n, []).append(UNKNOWN)
+            elif isinstance(sub, (ast.With, ast.AsyncWith)):
+                for item in sub.items:
+                    if item.optional_vars is not None:
+                        for n in _target_names(item.optional_vars):
+                            scope["locals"].setdefault(n, []).append(UNKNOWN)
+            elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                a = sub.args
+                for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
+                    scope["locals"].setdefault(p.arg, []).append(UNKNOWN)
+                if not isinstance(sub, ast.Lambda):
+                    scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
+            elif isinstance(sub, ast.ExceptHandler) and sub.name:
+                scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
+            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+                for a in sub.names:
+                    scope["locals"].setdefault((a.asname or a.name).split(".")[0], []).append(UNKNOWN)
+            elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+                for n in sub.names:
+                    scope["locals"].setdefault(n, []).append(UNKNOWN)
+            elif isinstance(sub, ast.Call):
+                kind = _is_super_init(sub)
+                if kind is not None and fname == "__init__":
+                    if kind[0] == "explicit" and sub.args and not (
+                        isinstance(sub.args[0], ast.Name) and sub.args[0].id == self_name
+                    ):
+                        kind = ("unknown",)
+                    scope["init_calls"].append(kind)
+                func = sub.func
+                if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and sub.args:
+                    if self_name and isinstance(sub.args[0], ast.Name) and sub.args[0].id == self_name:
+                        if (
+                            func.id == "setattr"
+                            and len(sub.args) >= 2
+                            and isinstance(sub.args[1], ast.Constant)
+                            and isinstance(sub.args[1].value, str)
+                        ):
+                            scope["assigns"].setdefault(sub.args[1].value, []).append(
+                                (sub.lineno, [UNKNOWN])
+                            )
+                        else:
+                            scope["dynamic"] = True
+                elif isinstance(func, ast.Attribute) and func.attr in ("update", "__setitem__", "setdefault"):
+                    if _is_self_dict(func.value, self_name):
+                        scope["dynamic"] = True
+                elif isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "add_module", "register_module"):
+                    scope["dynamic"] = True
+                self._read_site_call(sub, scope, cls)
+            elif isinstance(sub, ast.Subscript) and _is_self_dict(sub.value, self_name) and isinstance(sub.ctx, ast.Store):
+                scope["dynamic"] = True
+
+    def _record_target(self, t: ast.AST, value: ast.AST | None, scope: dict, stmt: ast.AST, annotation=None) -> None:
+        self_name = scope["self"]
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name and self_name:
+            if isinstance(stmt, ast.AugAssign):
+                descs = [UNKNOWN]
+            elif annotation is not None and annotation_name(annotation) is not None and value is None:
+                descs = [("ann", annotation_name(annotation))]
+            elif annotation is not None and annotation_name(annotation) is not None:
+                descs = [("ann", annotation_name(annotation))]
+            else:
+                descs = value_descriptors(value)
+            scope["assigns"].setdefault(t.attr, []).append((t.lineno, descs))
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            # `self.start_layer, self.end_layer, self.layers = make_layers(...)`
+            for elt in t.elts:
+                if isinstance(elt, ast.Starred):
+                    elt = elt.value
+                self._record_target(elt, None, scope, stmt)
+        elif isinstance(t, ast.Name):
+            if isinstance(stmt, ast.AugAssign):
+                descs = [UNKNOWN]
+            elif annotation is not None and annotation_name(annotation) is not None:
+                descs = [("ann", annotation_name(annotation))]
+            else:
+                descs = value_descriptors(value)
+            scope["locals"].setdefault(t.id, []).extend(descs)
+        elif isinstance(t, ast.Starred):
+            self._record_target(t.value, None, scope, stmt)
+
+    # -- reads of watched attributes ----------------------------------------------------------
+    def _site(self, node: ast.AST, recv: ast.AST, kind: str, attr: str, scope: dict | None, cls: str | None) -> None:
+        chain = ref_chain(recv)
+        end_line = getattr(node, "end_lineno", node.lineno)  # type: ignore[attr-defined]
+        end_col = getattr(node, "end_col_offset", node.col_offset)  # type: ignore[attr-defined]
+        self.summary["reads"].append(
+            {
+                "attr": attr,
+                "kind": kind,
+                "chain": chain,
+                "line": node.lineno,  # type: ignore[attr-defined]
+                "col": self.lines.col(node.lineno, node.col_offset),  # type: ignore[attr-defined]
+                "end_line": end_line,
+                "end_col": self.lines.col(end_line, end_col),
+                "recv_end_line": recv.end_lineno,  # type: ignore[attr-defined]
+                "recv_end_col": self.lines.col(recv.end_lineno, recv.end_col_offset),  # type: ignore[attr-defined]
+                "class": cls,
+                "function": scope_key(scope),
+            }
+        )
+
+    def _read_site_attr(self, node: ast.Attribute, scope: dict | None, cls: str | None) -> None:
+        if node.attr in self.attrs and isinstance(node.ctx, ast.Load):
+            self._site(node, node.value, "attribute", node.attr, scope, cls)
+
+    def _read_site_call(self, node: ast.Call, scope: dict | None, cls: str | None) -> None:
+        if (
+            isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and len(node.args) == 2
+            and not node.keywords
+            and isinstance(node.args[1], ast.Constant)
+            and node.args[1].value in self.attrs
+        ):
+            self._site(node, node.args[0], "getattr", node.args[1].value, scope, cls)
+
+    def _scan_reads(self, node: ast.AST, cls: str | None, scope: dict | None) -> None:
+        for sub in ast.walk(node):
+            if isinstance(sub, ast.Attribute):
+                self._read_site_attr(sub, scope, cls)
+            elif isinstance(sub, ast.Call):
+                self._read_site_call(sub, scope, cls)
+
+
+_FN_INTERESTING = frozenset({
+    ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension,
+    ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ExceptHandler,
+    ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Call, ast.Subscript,
+})
+
+
+def scope_key(scope: dict | None) -> int | None:
+    """The key of a function scope inside its summary: the line of its ``def`` (or ``None``)."""
+    return None if scope is None else scope["line"]
+
+
+def _is_self_dict(node: ast.AST, self_name: str | None) -> bool:
+    return (
+        self_name is not None
+        and isinstance(node, ast.Attribute)
+        and node.attr == "__dict__"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == self_name
+    )
+
+
+def _target_names(t: ast.AST) -> list[str]:
+    if isinstance(t, ast.Name):
+        return [t.id]
+    if isinstance(t, (ast.Tuple, ast.List)):
+        return [n for e in t.elts for n in _target_names(e)]
+    if isinstance(t, ast.Starred):
+        return _target_names(t.value)
+    return []
+
+
+def _sub_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    bodies = [getattr(stmt, "body", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])]
+    for h in getattr(stmt, "handlers", []):
+        bodies.append(h.body)
+    return bodies
+
+
+def summarize(source: str, attrs: frozenset[str], filename: str = "<unknown>") -> dict[str, Any]:
+    """Summarize one module.
+
+    Args:
+        source: the module's text (already decoded).
+        attrs: the attribute names whose reads are recorded (the union over the enabled rules).
+        filename: only used in the ``SyntaxError`` message.
+
+    Returns:
+        The summary dict described in this module's docstring.
+
+    Raises:
+        SyntaxError: the source does not parse (``ValueError`` for NUL bytes is re-raised as
+        ``SyntaxError``).
+    """
+    try:
+        tree = ast.parse(source, filename=filename)
+    except ValueError as e:  # source code string cannot contain null bytes
+        raise SyntaxError(str(e)) from None
+    return _Summarizer(source, attrs).run(tree)

@@ -1,0 +1,408 @@
+"""Index: which files exist, what module each one is, and their summaries (cached by content hash).
+
+The expensive step is parsing, so a run reads as little as it can:
+
+1. discover the ``.py`` files under the given paths (``stat`` only);
+2. for each, a *text prefilter* decides whether it can contain a watched read at all; its result
+   is cached per file together with ``(mtime_ns, size, content hash)``, so an unchanged file is not
+   even read on the next run;
+3. only files that pass are summarized (``ast``), plus the modules their receivers lead to
+   (imports, bases, the registry), loaded lazily by module name.
+
+Cache layout (``--cache-dir``, default ``$PP_ATTR_LINT_CACHE_DIR`` or ``~/.cache/pp-attr-lint``)::
+
+    <dir>/<salt>/s/<hh>/<content-hash>   marshal'ed summary (or a parse error) of one file
+    <dir>/<salt>/stat-<root-hash>        {relative path: (mtime_ns, size, hash, prefilter hit)}
+
+``salt`` covers the pp-attr-lint version, the summary format, the Python version and the watched
+attribute names.  Every write goes to a temporary file in the same folder and is moved into place
+with :func:`os.replace`, so concurrent runs (pre-commit starts several) never see a partial file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+import re
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import __version__
+from .index import SUMMARY_VERSION, summarize
+
+DEFAULT_EXCLUDE = (
+    ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
+    ".nox", ".pants.d", ".pyenv", ".pytest_cache", ".pytype", ".ruff_cache", ".svn", ".tox", ".venv",
+    ".vscode", "__pypackages__", "_build", "buck-out", "build", "dist", "node_modules", "site-packages",
+    "venv", "__pycache__",
+)
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("PP_ATTR_LINT_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pp-attr-lint"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class Cache:
+    """Content-addressed summaries plus per-root stat indexes; ``enabled=False`` keeps it in memory."""
+
+    def __init__(self, directory: Path | None, attrs: frozenset[str], enabled: bool = True):
+        salt_src = f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{','.join(sorted(attrs))}"
+        salt = hashlib.blake2b(salt_src.encode(), digest_size=6).hexdigest()
+        self.enabled = enabled and directory is not None
+        self.dir = (directory / salt) if directory is not None else None
+        self._stat: dict[str, dict] = {}
+        self._dirty: set[str] = set()
+
+    def summary(self, digest: str):
+        if not self.enabled:
+            return None
+        try:
+            with open(self.dir / "s" / digest[:2] / digest, "rb") as f:  # type: ignore[operator]
+                return marshal.load(f)
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+
+    def put_summary(self, digest: str, value) -> None:
+        if not self.enabled:
+            return
+        try:
+            _atomic_write(self.dir / "s" / digest[:2] / digest, marshal.dumps(value))  # type: ignore[operator]
+        except OSError:
+            self.enabled = False  # a read-only or full disk: run on without a cache
+
+    def _stat_path(self, root: str) -> Path:
+        return self.dir / ("stat-" + hashlib.blake2b(root.encode(), digest_size=8).hexdigest())  # type: ignore[operator]
+
+    def stat_index(self, root: str) -> dict:
+        idx = self._stat.get(root)
+        if idx is None:
+            idx = {}
+            if self.enabled:
+                try:
+                    with open(self._stat_path(root), "rb") as f:
+                        idx = marshal.load(f)
+                    if not isinstance(idx, dict):
+                        idx = {}
+                except (OSError, EOFError, ValueError, TypeError):
+                    idx = {}
+            self._stat[root] = idx
+        return idx
+
+    def mark(self, root: str) -> None:
+        self._dirty.add(root)
+
+    def flush(self) -> None:
+        if not self.enabled:
+            return
+        for root in self._dirty:
+            try:
+                _atomic_write(self._stat_path(root), marshal.dumps(self._stat[root]))
+            except OSError:
+                return
+        self._dirty.clear()
+
+
+def make_prefilter(attrs: frozenset[str]):
+    """A bytes -> bool test that is true for every file that can contain a watched read with a
+    receiver other than plain ``self`` (``x.start_layer``, ``a.b.start_layer``, ``(...).start_layer``,
+    ``getattr(x, "start_layer")``).  It may say yes too often (comments), never too rarely.
+
+    It looks for the attribute names with :meth:`bytes.find` and inspects only a short window
+    before each occurrence, which is much faster than a regular expression over the whole file."""
+    needles = [a.encode() for a in sorted(attrs)]
+    # what may stand right before `.ATTR`: `name .`, `.name .`, `) .` (spaces and `\` newlines allowed)
+    before = re.compile(rb"(?:(\.?)[\s\\]*\b(\w+)|(\)))[\s\\]*\.[\s\\]*\Z")
+    word = re.compile(rb"\w")
+
+    def hit(data: bytes) -> bool:
+        for needle in needles:
+            i = data.find(needle)
+            n = len(needle)
+            while i >= 0:
+                end = i + n
+                if not (end < len(data) and word.match(data, end)) and not (i > 0 and word.match(data, i - 1)):
+                    prev = data[i - 1:i]
+                    if prev in (b'"', b"'") and data[end:end + 1] == prev:
+                        return True  # getattr(x, "start_layer")
+                    m = before.search(data, max(0, i - 256), i)
+                    if m is not None and (m.group(3) or m.group(1) or m.group(2) != b"self"):
+                        return True
+                i = data.find(needle, end)
+        return False
+
+    return hit
+
+
+def _rel(st: "FileState") -> str:
+    root = st.root.rstrip(os.sep) + os.sep
+    return st.path[len(root):] if st.path.startswith(root) else os.path.relpath(st.path, st.root)
+
+
+@dataclass
+class FileState:
+    path: str  # absolute
+    root: str
+    module: str
+    is_package: bool
+    digest: str | None = None
+    hit: bool | None = None
+    text: str | None = None
+    error: str | None = None  # decode / read error
+    summary: dict | None = None
+    syntax_error: tuple | None = None  # (message, line, col)
+
+
+_ROOT_MEMO: dict[str, tuple[str, tuple[str, ...]]] = {}
+
+
+def _dir_root(d: str) -> tuple[str, tuple[str, ...]]:
+    got = _ROOT_MEMO.get(d)
+    if got is None:
+        parent = os.path.dirname(d)
+        if parent != d and os.path.isfile(os.path.join(d, "__init__.py")):
+            root, parts = _dir_root(parent)
+            got = (root, parts + (os.path.basename(d),))
+        else:
+            got = (d, ())
+        _ROOT_MEMO[d] = got
+    return got
+
+
+def package_root(path: str) -> tuple[str, str]:
+    """The folder that holds ``path``'s top package (the ``sys.path`` entry) and its module name.
+
+    ``/x/vllm/model_executor/models/qwen3.py`` -> ``(/x, "vllm.model_executor.models.qwen3")`` when
+    each folder from ``vllm`` down holds an ``__init__.py``.
+    """
+    root, parts = _dir_root(os.path.dirname(os.path.abspath(path)))
+    name = os.path.basename(path)
+    mod = parts if name == "__init__.py" else parts + (name[:-3] if name.endswith(".py") else name,)
+    return root, ".".join(mod)
+
+
+class Project:
+    """The files being checked and every module resolvable from them (a :class:`SummarySource`)."""
+
+    def __init__(self, roots: list[Path], attrs: frozenset[str], cache: Cache,
+                 overrides: dict[str, Path] | None = None):
+        self.roots = [str(r) for r in dict.fromkeys(Path(os.path.abspath(r)) for r in roots)]
+        self.attrs = attrs
+        self.cache = cache
+        self.prefilter = make_prefilter(attrs)
+        self.by_module: dict[str, FileState | None] = {}
+        self.overrides = {m: os.path.abspath(p) for m, p in (overrides or {}).items()}
+        self._root_set = set(self.roots)
+        self.read_files = 0
+        self.parsed_files = 0
+
+    # -- files ---------------------------------------------------------------------------------
+    def file_state(self, path: str, module: str | None = None) -> FileState:
+        """The state of a checked file (``module`` overrides the name taken from its folders)."""
+        path = os.path.abspath(path)
+        root, mod = package_root(path)
+        if module is not None:
+            mod = module
+            root = self.roots[0] if self.roots else os.path.dirname(path)
+        if root not in self._root_set:
+            self._root_set.add(root)
+            self.roots.append(root)
+        st = FileState(path=path, root=root, module=mod, is_package=path.endswith(os.sep + "__init__.py"))
+        if mod and mod not in self.by_module:
+            self.by_module[mod] = st
+        return st
+
+    def _stat_key(self, st: FileState):
+        try:
+            s = os.stat(st.path)
+        except OSError:
+            return None
+        return (s.st_mtime_ns, s.st_size)
+
+    def _read(self, st: FileState) -> bytes | None:
+        try:
+            with open(st.path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            st.error = f"cannot read file: {e.strerror or e}"
+            return None
+        self.read_files += 1
+        return data
+
+    def _decode(self, st: FileState, data: bytes) -> str | None:
+        from .textio import decode_source
+
+        try:
+            return decode_source(data)
+        except UnicodeDecodeError as e:
+            st.error = f"cannot decode file: {e.reason} at byte {e.start}"
+        except SyntaxError as e:
+            st.error = f"cannot decode file: {e.msg}"
+        return None
+
+    def prefilter_hit(self, st: FileState) -> bool:
+        """Whether ``st`` can hold a watched read, from the stat index when unchanged."""
+        idx = self.cache.stat_index(st.root)
+        rel = _rel(st)
+        key = self._stat_key(st)
+        entry = idx.get(rel)
+        if key is not None and entry is not None and tuple(entry[:2]) == key:
+            st.digest, st.hit = entry[2], entry[3]
+            return bool(st.hit)
+        data = self._read(st)
+        if data is None:
+            return True  # report the read error as a diagnostic
+        st.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        st.hit = self.prefilter(data)
+        if key is not None:
+            idx[rel] = (key[0], key[1], st.digest, st.hit)
+            self.cache.mark(st.root)
+        if st.hit:
+            st._data = data  # type: ignore[attr-defined]
+        return st.hit
+
+    def load(self, st: FileState) -> dict | None:
+        """Summarize ``st`` (from the cache when its content hash is known); ``None`` on an error,
+        recorded in ``st.error`` / ``st.syntax_error``."""
+        if st.summary is not None or st.error or st.syntax_error:
+            return st.summary
+        data = getattr(st, "_data", None)
+        if st.digest is None or data is None:
+            if st.digest is None:
+                key = self._stat_key(st)
+                idx = self.cache.stat_index(st.root)
+                entry = idx.get(_rel(st))
+                if key is not None and entry is not None and tuple(entry[:2]) == key:
+                    st.digest = entry[2]
+            if st.digest is not None:
+                cached = self.cache.summary(st.digest)
+                if cached is not None:
+                    return self._apply_cached(st, cached)
+            data = self._read(st)
+            if data is None:
+                return None
+            st.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+            key = self._stat_key(st)
+            if key is not None:
+                self.cache.stat_index(st.root)[_rel(st)] = (
+                    key[0], key[1], st.digest, self.prefilter(data))
+                self.cache.mark(st.root)
+        else:
+            cached = self.cache.summary(st.digest)
+            if cached is not None:
+                return self._apply_cached(st, cached)
+        text = self._decode(st, data)
+        if text is None:
+            return None
+        self.parsed_files += 1
+        try:
+            summary = summarize(text, self.attrs, str(st.path))
+            self.cache.put_summary(st.digest, ("ok", summary))
+            st.summary = summary
+        except SyntaxError as e:
+            st.syntax_error = (e.msg or "invalid syntax", e.lineno or 1, (e.offset or 1) - 1)
+            self.cache.put_summary(st.digest, ("syntax", st.syntax_error))
+        return st.summary
+
+    def _apply_cached(self, st: FileState, cached) -> dict | None:
+        kind, value = cached
+        if kind == "ok":
+            st.summary = value
+        else:
+            st.syntax_error = tuple(value)
+        return st.summary
+
+    # -- SummarySource -------------------------------------------------------------------------
+    def _find(self, module: str) -> FileState | None:
+        if module in self.by_module:
+            return self.by_module[module]
+        found = None
+        if module in self.overrides:
+            found = FileState(path=self.overrides[module], root=os.path.dirname(self.overrides[module]),
+                              module=module, is_package=False)
+        else:
+            rel = module.replace(".", os.sep)
+            for root in self.roots:
+                for cand, is_pkg in ((os.path.join(root, rel + ".py"), False),
+                                     (os.path.join(root, rel, "__init__.py"), True)):
+                    if os.path.isfile(cand):
+                        found = FileState(path=cand, root=root, module=module, is_package=is_pkg)
+                        break
+                if found:
+                    break
+        self.by_module[module] = found
+        return found
+
+    def summary(self, module: str) -> dict | None:
+        st = self._find(module)
+        return None if st is None else self.load(st)
+
+    def is_package(self, module: str) -> bool:
+        st = self._find(module)
+        return bool(st and st.is_package)
+
+    def path(self, module: str) -> str | None:
+        st = self._find(module)
+        return None if st is None else st.path
+
+
+def discover(paths: list[Path], exclude: list[str], include_explicit: bool = True) -> tuple[list[str], list[str]]:
+    """The ``.py`` files under ``paths``, sorted and de-duplicated, and the errors met.
+
+    Directories are walked without following symbolic links to directories (no loops); a folder
+    or file whose name matches an ``exclude`` glob (fnmatch, matched against the name and the
+    path) is skipped unless it was named explicitly.  Errors are messages for paths that do not
+    exist.
+    """
+    import fnmatch
+
+    plain = {pat for pat in exclude if not any(c in pat for c in "*?[/")}
+    globs = [pat for pat in exclude if pat not in plain]
+
+    def excluded(p: str) -> bool:
+        name = os.path.basename(p)
+        if name in plain:
+            return True
+        return any(fnmatch.fnmatchcase(name, pat) or fnmatch.fnmatchcase(p, pat)
+                   or fnmatch.fnmatchcase(p, "*/" + pat.lstrip("/")) for pat in globs)
+
+    out: dict[str, str] = {}
+    errors: list[str] = []
+    for p in paths:
+        sp = os.path.abspath(p)
+        if not os.path.lexists(sp):
+            errors.append(f"{p}: No such file or directory")
+            continue
+        if os.path.isdir(sp):
+            for dirpath, dirnames, filenames in os.walk(sp, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not excluded(os.path.join(dirpath, d)))
+                for fn in filenames:
+                    if fn.endswith(".py"):
+                        full = os.path.join(dirpath, fn)
+                        if not excluded(full):
+                            out.setdefault(full, full)
+        elif os.path.exists(sp) or os.path.islink(sp):
+            if include_explicit or not excluded(sp):
+                out.setdefault(sp, sp)
+    return [out[k] for k in sorted(out)], errors

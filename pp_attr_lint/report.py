@@ -1,0 +1,232 @@
+"""Reports: findings as text (rich), ruff-compatible JSON, concise lines, GitHub annotations, SARIF.
+
+Every function takes the sorted findings and returns or prints text; none of them changes files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from typing import TextIO
+
+from . import __version__
+from .checker import display_path
+from .model import Finding
+from .rules import Rule
+
+FORMATS = ("text", "json", "concise", "github", "sarif")
+
+
+def _fix_json(f: Finding) -> dict | None:
+    if f.fix is None:
+        return None
+    return {
+        "applicability": f.fix.applicability,
+        "message": f.fix.message,
+        "edits": [
+            {
+                "content": e.content,
+                "location": {"row": e.row, "column": e.column},
+                "end_location": {"row": e.end_row, "column": e.end_column},
+            }
+            for e in f.fix.edits
+        ],
+    }
+
+
+def to_json(findings: list[Finding]) -> str:
+    """Ruff's JSON output format: a list of objects with ``code``, ``message``, ``filename``,
+    ``location``/``end_location`` (``row``, ``column``; 1-based), ``fix``, ``url``, ``noqa_row``;
+    plus ``name`` and ``explanation`` (the resolution chain)."""
+    out = []
+    for f in findings:
+        out.append({
+            "cell": None,
+            "code": f.code,
+            "end_location": {"row": f.end_row, "column": f.end_column},
+            "filename": f.path,
+            "fix": _fix_json(f),
+            "location": {"row": f.row, "column": f.column},
+            "message": f.message,
+            "noqa_row": f.noqa_row,
+            "url": f.url,
+            "name": f.name,
+            "explanation": f.explanation,
+        })
+    return json.dumps(out, indent=2) + "\n"
+
+
+def _label(f: Finding) -> str:
+    return f.code if f.code else f.name
+
+
+def to_concise(findings: list[Finding]) -> str:
+    """One line per finding: ``path:row:col: CODE message``."""
+    return "".join(
+        f"{display_path(f.path)}:{f.row}:{f.column}: {_label(f)}{' [*]' if f.fix else ''} {f.message}\n"
+        for f in findings
+    )
+
+
+def _gh_escape_data(s: str) -> str:
+    return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _gh_escape_prop(s: str) -> str:
+    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
+
+
+def to_github(findings: list[Finding]) -> str:
+    """GitHub Actions workflow commands (``::error title=...,file=...,line=...::message``), which
+    the runner turns into annotations on the pull request's diff."""
+    lines = []
+    for f in findings:
+        props = (f"title={_gh_escape_prop('pp-attr-lint (' + _label(f) + ')')},file={_gh_escape_prop(display_path(f.path))},"
+                 f"line={f.row},col={f.column},endLine={f.end_row},endColumn={f.end_column}")
+        lines.append(f"::error {props}::{_gh_escape_data(_label(f) + ' ' + f.message)}\n")
+    return "".join(lines)
+
+
+def _uri(path: str) -> str:
+    rel = display_path(path)
+    return rel.replace(os.sep, "/") if not os.path.isabs(rel) else "file://" + path
+
+
+def to_sarif(findings: list[Finding], rules: list[Rule]) -> str:
+    """SARIF 2.1.0: one run, the tool's rules as ``reportingDescriptor``s (with their
+    documentation), one result per finding with its region and its fix as
+    ``fixes[].artifactChanges[].replacements``.  Schema: https://json.schemastore.org/sarif-2.1.0.json"""
+    rule_index = {r.code: i for i, r in enumerate(rules)}
+    descriptors = []
+    for r in rules:
+        d = {
+            "id": r.code,
+            "name": r.name,
+            "shortDescription": {"text": r.summary},
+            "fullDescription": {"text": (r.docs.get("what_it_does") or r.summary).strip()},
+            "help": {"text": _rule_doc_text(r), "markdown": rule_markdown(r)},
+            "defaultConfiguration": {"level": "error"},
+            "properties": {"fixApplicability": r.fix_applicability or "none"},
+        }
+        if r.url:
+            d["helpUri"] = r.url
+        descriptors.append(d)
+    results = []
+    for f in findings:
+        region = {"startLine": f.row, "startColumn": f.column, "endLine": f.end_row, "endColumn": f.end_column}
+        loc = {"physicalLocation": {"artifactLocation": {"uri": _uri(f.path)}, "region": region}}
+        res = {
+            "ruleId": f.code or f.name,
+            "level": "error",
+            "message": {"text": f.message},
+            "locations": [loc],
+        }
+        if f.code in rule_index:
+            res["ruleIndex"] = rule_index[f.code]
+        if f.explanation:
+            res["properties"] = {"explanation": f.explanation}
+        if f.fix is not None:
+            res["fixes"] = [{
+                "description": {"text": f.fix.message},
+                "artifactChanges": [{
+                    "artifactLocation": {"uri": _uri(f.path)},
+                    "replacements": [{
+                        "deletedRegion": {"startLine": e.row, "startColumn": e.column,
+                                          "endLine": e.end_row, "endColumn": e.end_column},
+                        "insertedContent": {"text": e.content},
+                    } for e in f.fix.edits],
+                }],
+            }]
+        results.append(res)
+    doc = {
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {"name": "pp-attr-lint", "version": __version__, "rules": descriptors}},
+            "columnKind": "unicodeCodePoints",
+            "results": results,
+        }],
+    }
+    return json.dumps(doc, indent=2) + "\n"
+
+
+def _rule_doc_text(r: Rule) -> str:
+    return rule_markdown(r)
+
+
+def rule_markdown(r: Rule) -> str:
+    """A rule's documentation in ruff's shape: What it does / Why is this bad? / Example / Fix safety."""
+    d = r.docs
+    parts = [f"# {r.name} ({r.code})", ""]
+    if r.fix_applicability:
+        parts += [f"Fix is always available when the path is unique ({r.fix_applicability}).", ""]
+    parts += ["## What it does", (d.get("what_it_does") or r.summary).strip(), ""]
+    if d.get("why_bad"):
+        parts += ["## Why is this bad?", d["why_bad"].strip(), ""]
+    if d.get("example"):
+        parts += ["## Example", "```python", d["example"].rstrip(), "```", ""]
+    if d.get("fix"):
+        parts += ["## Fix safety", d["fix"].strip(), ""]
+    parts += ["## Watched attributes", ", ".join(f"`{a}`" for a in r.attributes), ""]
+    return "\n".join(parts)
+
+
+def statistics(findings: list[Finding]) -> str:
+    """Counts per code, like ``ruff --statistics``: ``count  CODE  [*]  name``."""
+    counts = Counter((_label(f), f.name) for f in findings)
+    fixable = Counter(_label(f) for f in findings if f.fix)
+    lines = []
+    for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+        mark = "[*]" if fixable.get(code) == n else ("[-]" if fixable.get(code) else "[ ]")
+        lines.append(f"{n:>5}\t{code}\t{mark} {name}\n")
+    return "".join(lines)
+
+
+def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *, show_fixes: bool = False,
+               fixed: list[Finding] = (), color: bool | None = None) -> None:
+    """Ruff-style text: a header line per finding, the source line with the read underlined, the
+    resolution chain (``= why:``) and the fix (``= help:``), then a summary line."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=out, highlight=False, soft_wrap=True,
+                      force_terminal=color if color is not None else None, no_color=color is False)
+    for f in findings:
+        path = display_path(f.path)
+        mark = " [cyan]\\[*][/]" if f.fix else ""
+        console.print(f"[bold]{escape(path)}[/]:{f.row}:{f.column}: [bold red]{escape(_label(f))}[/]{mark} {escape(f.message)}")
+        text = sources.get(f.path)
+        if text is not None:
+            lines = text.splitlines()
+            if 0 < f.row <= len(lines):
+                src_line = lines[f.row - 1]
+                width = len(str(f.row))
+                end_col = f.end_column if f.end_row == f.row else len(src_line) + 1
+                carets = "^" * max(1, end_col - f.column)
+                console.print(f"[blue]{' ' * width} |[/]")
+                console.print(f"[blue]{f.row} |[/] {escape(src_line)}")
+                console.print(f"[blue]{' ' * width} |[/] {' ' * (f.column - 1)}[red]{carets} {escape(_label(f))}[/]")
+                console.print(f"[blue]{' ' * width} |[/]")
+        for line in f.explanation:
+            console.print(f"  [blue]= why:[/] {escape(line)}")
+        if f.fix is not None:
+            console.print(f"  [blue]= help:[/] {escape(f.fix.message)}")
+        console.print("")
+    remaining = len(findings)
+    n_fixed = len(fixed)
+    if remaining or n_fixed:
+        if n_fixed:
+            console.print(f"Found {remaining + n_fixed} error{'s' if remaining + n_fixed != 1 else ''} "
+                          f"({n_fixed} fixed, {remaining} remaining).")
+        else:
+            console.print(f"Found {remaining} error{'s' if remaining != 1 else ''}.")
+        fixable = sum(1 for f in findings if f.fix is not None)
+        if fixable:
+            console.print(f"[cyan]\\[*][/] {fixable} fixable with the `--fix` option.")
+    else:
+        console.print("All checks passed!")
+    if show_fixes and fixed:
+        console.print("\nFixed:")
+        for f in fixed:
+            console.print(f"  {escape(display_path(f.path))}:{f.row}:{f.column}: {escape(_label(f))} {escape(f.fix.message if f.fix else '')}")

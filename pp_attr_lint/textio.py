@@ -1,0 +1,74 @@
+"""Reading and writing source files without losing a byte: encoding, BOM, line endings, mode."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A decoded source file and what is needed to write it back the same way."""
+
+    text: str  # decoded, BOM removed, line endings as in the file
+    encoding: str  # the PEP 263 encoding (``utf-8-sig`` when the file has a BOM)
+    newline: str  # the first line ending in the file ("\n", "\r\n" or "\r")
+
+
+def decode_source(data: bytes) -> str:
+    """Decode Python source bytes as the interpreter would (BOM, ``# -*- coding: ... -*-``).
+
+    Raises:
+        UnicodeDecodeError: the bytes are not valid in the declared encoding.
+        SyntaxError: the encoding declaration is unknown or contradicts the BOM.
+    """
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return data.decode(encoding)
+
+
+def read_source(path: "str | Path") -> SourceFile:
+    """Read and decode ``path``.  Raises ``OSError``, ``UnicodeDecodeError`` or ``SyntaxError``."""
+    with open(path, "rb") as f:
+        data = f.read()
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    text = data.decode(encoding)
+    newline = "\n"
+    for i, ch in enumerate(text):
+        if ch == "\r":
+            newline = "\r\n" if text[i + 1:i + 2] == "\n" else "\r"
+            break
+        if ch == "\n":
+            break
+    return SourceFile(text=text, encoding=encoding, newline=newline)
+
+
+def write_source_atomic(path: Path, text: str, original: SourceFile) -> None:
+    """Write ``text`` to ``path`` in the original's encoding (BOM included) atomically.
+
+    The new content goes to a temporary file in the same folder, gets the old file's permission
+    bits, is flushed to disk and then replaces the file with :func:`os.replace`; an interrupted
+    run leaves either the old or the new file, never a mix.  A symbolic link is followed and its
+    target replaced.  Raises ``OSError`` (nothing is changed then) or ``UnicodeEncodeError``.
+    """
+    target = Path(os.path.realpath(path))
+    data = text.encode(original.encoding)
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".pp-attr-lint")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
