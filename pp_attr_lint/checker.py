@@ -1,4 +1,4 @@
-"""Rules: which reads are wrong.  Applies each rule to the watched reads of the checked files.
+"""Check: run the rules over the checked files, apply noqa and per-file ignores, collect findings.
 
 :func:`check` is the one entry point: files in, findings out.  A finding is made only when the
 receiver's candidate classes are all resolved, none of them can have the attribute, and all of them
@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .model import Edit, Finding, Fix
-from .project import Cache, FileState, Project
-from .resolve import EXTERNAL, ClassKey, Resolver, Unresolved, Where
+from .project import Cache, Project
 from .rules import Rule
 
 
@@ -38,146 +37,6 @@ def display_path(path: str) -> str:
     except ValueError:
         return path
     return path if rel.startswith("..") else rel
-
-
-def _where(w: Where) -> str:
-    return f"{display_path(w.path) if w.path else w.module}:{w.line}"
-
-
-class _RuleRunner:
-    def __init__(self, rule: Rule, project: Project):
-        self.rule = rule
-        self.project = project
-        self.resolver = Resolver(project, rule.settings)
-
-    # paths from a wrapper to a class that really sets the attribute
-    def _paths(self, key: ClassKey, attr: str) -> dict[tuple[str, ...], list]:
-        r = self.resolver
-        out: dict[tuple[str, ...], list] = {}
-        frontier: list[tuple[tuple[str, ...], ClassKey, list]] = [((), key, [])]
-        for _depth in range(self.rule.settings.max_path_depth):
-            nxt = []
-            for path, ck, trail in frontier:
-                for step in sorted(self._assigned_attrs(ck)):
-                    got = r.attr_candidates(ck, step)
-                    if got is None:
-                        continue
-                    cands, wheres = got
-                    defs = [r.definition(c, attr) for c in sorted(cands)]
-                    new_trail = trail + [(ck, step, sorted(cands), wheres)]
-                    if all(d is not None for d in defs):
-                        out[path + (step,)] = new_trail + [("def", sorted(cands), defs)]
-                    elif len(cands) == 1:
-                        nxt.append((path + (step,), next(iter(cands)), new_trail))
-            if out:
-                break
-            frontier = nxt
-        return out
-
-    def _assigned_attrs(self, key: ClassKey) -> set[str]:
-        names: set[str] = set()
-        for entry in self.resolver.mro(key):
-            if entry[0] == EXTERNAL:
-                continue
-            rec = self.resolver.class_record(entry)
-            names.update(rec["annotations"])
-            for scope in rec["methods"].values():
-                names.update(scope["assigns"])
-        return names
-
-    def evaluate(self, st: FileState, read: dict, scopes: dict) -> Finding | None:
-        chain = read["chain"]
-        if not chain:
-            return None
-        cls = read["class"]
-        scope = scopes.get((cls, read["function"]))
-        if scope is None:
-            return None
-        if len(chain) == 1 and chain[0] == scope.get("self"):
-            return None  # `self.start_layer`: the enclosing class is what it is
-        r = self.resolver
-        clskey = (st.module, cls) if cls else None
-        try:
-            cands = r.chain_candidates(tuple(chain), st.module, clskey, scope)
-            if not cands:
-                return None
-            for k in cands:
-                if r.attribute_status(k, read["attr"]) != "absent":
-                    return None
-            common: dict[tuple[str, ...], dict] | None = None
-            for k in sorted(cands):
-                paths = self._paths(k, read["attr"])
-                per = {p: {k: t} for p, t in paths.items()}
-                if common is None:
-                    common = per
-                else:
-                    common = {p: {**common[p], **per[p]} for p in common if p in per}
-                if not common:
-                    return None
-        except Unresolved:
-            return None
-        assert common
-        return self._finding(st, read, sorted(cands), common)
-
-    def _finding(self, st: FileState, read: dict, cands: list[ClassKey], common: dict) -> Finding:
-        rule, attr = self.rule, read["attr"]
-        best_len = min(len(p) for p in common)
-        best = sorted(p for p in common if len(p) == best_len)
-        path = best[0]
-        receiver = ".".join(read["chain"])
-        trails = common[path]
-        inner_keys: list[ClassKey] = []
-        defs: list[Where] = []
-        for k in cands:
-            last = trails[k][-1]
-            for ck, d in zip(last[1], last[2]):
-                if ck not in inner_keys:
-                    inner_keys.append(ck)
-                    defs.append(d)
-        wrapper = " | ".join(k[1] for k in cands)
-        inner = " | ".join(k[1] for k in inner_keys)
-        where = ", ".join(dict.fromkeys(_where(d) for d in defs))
-        dotted = ".".join(path)
-        if read["kind"] == "getattr":
-            fixed = f'getattr({receiver}.{dotted}, "{attr}")'
-        else:
-            fixed = f"{receiver}.{dotted}.{attr}"
-        message = rule.message.format(receiver=receiver, wrapper=wrapper, attr=attr, inner=inner,
-                                      path=dotted, where=where, fixed=fixed)
-        explanation = self._explain(receiver, cands, attr, path, trails, defs)
-        fix = None
-        if rule.fix_applicability and len(best) == 1:
-            edit = Edit(content="." + dotted, row=read["recv_end_line"], column=read["recv_end_col"] + 1,
-                        end_row=read["recv_end_line"], end_column=read["recv_end_col"] + 1)
-            fix = Fix(applicability=rule.fix_applicability,
-                      message=(rule.fix_message or "Read `{fixed}`").format(fixed=fixed, path=dotted, attr=attr),
-                      edits=(edit,))
-        elif len(best) > 1:
-            explanation.append("no fix: several submodule paths lead to the attribute: "
-                               + ", ".join("." + ".".join(p) for p in best))
-        return Finding(
-            code=rule.code, name=rule.name, message=message, path=st.path,
-            row=read["line"], column=read["col"] + 1, end_row=read["end_line"], end_column=read["end_col"] + 1,
-            fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation,
-            fix_data={"chain": list(read["chain"]), "path": list(path), "attr": attr, "kind": read["kind"]},
-        )
-
-    def _explain(self, receiver, cands, attr, path, trails, defs) -> list[str]:
-        r = self.resolver
-        lines = []
-        for k in cands:
-            rec = r.class_record(k)
-            mro = " -> ".join(e[1] if e[0] != EXTERNAL else e[1] for e in r.mro(k))
-            lines.append(f"`{receiver}` is a `{k[1]}` ({_where(Where(k[0], r.src.path(k[0]), rec['line'], ''))}); MRO: {mro}")
-            inits = r.executed_inits(k)
-            ran = ", ".join(f"{owner[1]}.__init__" for owner, _ in inits) or "no project __init__"
-            lines.append(f"`{k[1]}()` runs {ran}; none of them sets `{attr}`, and no class on its MRO declares it")
-            for ck, step, step_cands, wheres in trails[k][:-1]:
-                at = ", ".join(dict.fromkeys(_where(w) for w in wheres))
-                lines.append(f"`{ck[1]}.{step}` is a `{' | '.join(c[1] for c in step_cands)}` (set at {at})")
-        for d, ck in zip(defs, [c for k in cands for c in trails[k][-1][1]]):
-            lines.append(f"`{ck[1]}` sets `{attr}` in {d.what} at {_where(d)}")
-        return lines
 
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -234,18 +93,61 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         A :class:`CheckResult`.  Files that cannot be read, decoded or parsed give a finding with
         ``code=None`` (``io-error`` / ``invalid-syntax``) instead of raising.
     """
+    import hashlib
+    import marshal
+
+    from .model import finding_from_dict, finding_to_dict
+    from .project import unchanged
+
+    paths = [os.path.abspath(f) for f in files]
+    memo_key = hashlib.blake2b(marshal.dumps((
+        [(r.code, r.name, r.attributes, r.message, r.fix_applicability, r.fix_message, r.url, repr(r.settings))
+         for r in rules],
+        paths, [os.path.abspath(s) for s in src], as_module, sorted(explicit), os.getcwd(),
+    )), digest_size=16).hexdigest()
+    memo = cache.memo(memo_key)
+    if memo is not None and unchanged(memo["touched"]):
+        raw = [finding_from_dict(d) for d in memo["findings"]]
+        read = parsed = 0
+    else:
+        project, raw = _analyze(paths, rules, cache, src, as_module, explicit)
+        cache.put_memo(memo_key, {"touched": project.touched, "findings": [finding_to_dict(f) for f in raw]})
+        cache.flush()
+        read, parsed = project.read_files, project.parsed_files
+    findings: list[Finding] = []
+    sources: dict[str, str] = {}
+    for f in raw:
+        if f.code is None:
+            findings.append(f)
+            continue
+        if ignore_for and ignore_for(f.path, f.code):
+            continue
+        if f.path not in sources:
+            from .textio import read_source
+
+            sources[f.path] = read_source(f.path).text
+        codes = noqa_codes(sources[f.path], f.noqa_row or f.row)
+        if codes is not None and ("*" in codes or f.code in codes):
+            continue
+        findings.append(f)
+    findings.sort(key=Finding.sort_key)
+    return CheckResult(findings=findings, files_checked=len(paths), files_read=read, files_parsed=parsed,
+                       sources=sources)
+
+
+def _analyze(paths, rules, cache, src, as_module, explicit):
+    """Run the rules over ``paths``: the project (for its ``touched`` files) and raw findings,
+    before per-file ignores and noqa."""
+    from .analysis import RuleRunner
+
     attrs = frozenset(a for r in rules for a in r.attributes)
     roots = list(src)
     if as_module:
         roots += _module_roots(as_module, src)
     project = Project(roots, attrs, cache)
-    states = []
-    for f in files:
-        st = project.file_state(str(f), as_module if as_module else None)
-        states.append(st)
-    runners = [_RuleRunner(r, project) for r in rules]
+    states = [project.file_state(p, as_module if as_module else None) for p in paths]
+    runners = [RuleRunner(r, project) for r in rules]
     findings: list[Finding] = []
-    sources: dict[str, str] = {}
     for st in states:
         hit = project.prefilter_hit(st)
         if not hit and st.path not in explicit:
@@ -263,27 +165,13 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         if summary is None or not summary["reads"]:
             continue
         scopes = _scopes(summary)
-        file_findings = []
         for read in summary["reads"]:
             for runner in runners:
                 if read["attr"] in runner.rule.attributes:
                     f = runner.evaluate(st, read, scopes)
-                    if f is not None and not (ignore_for and ignore_for(st.path, f.code)):
-                        file_findings.append(f)
-        if file_findings:
-            from .textio import read_source
-
-            text = read_source(st.path).text
-            sources[st.path] = text
-            for f in file_findings:
-                codes = noqa_codes(text, f.noqa_row or f.row)
-                if codes is not None and ("*" in codes or f.code in codes):
-                    continue
-                findings.append(f)
-    cache.flush()
-    findings.sort(key=Finding.sort_key)
-    return CheckResult(findings=findings, files_checked=len(states), files_read=project.read_files,
-                       files_parsed=project.parsed_files, sources=sources)
+                    if f is not None:
+                        findings.append(f)
+    return project, findings
 
 
 def _module_roots(module: str, src: list[Path]) -> list[Path]:

@@ -32,8 +32,6 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-SUMMARY_VERSION = 3
-
 UNKNOWN = ("unknown",)
 NONE = ("none",)
 

@@ -55,3 +55,24 @@ class Finding:
 
     def sort_key(self):
         return (self.path, self.row, self.column, self.code or "")
+
+
+def finding_to_dict(f: Finding) -> dict:
+    """Plain data for the cache (marshal-able)."""
+    d = {k: getattr(f, k) for k in ("code", "name", "message", "path", "row", "column", "end_row",
+                                     "end_column", "url", "noqa_row", "explanation", "fix_data")}
+    if f.fix is not None:
+        d["fix"] = (f.fix.applicability, f.fix.message,
+                    [(e.content, e.row, e.column, e.end_row, e.end_column) for e in f.fix.edits])
+    else:
+        d["fix"] = None
+    return d
+
+
+def finding_from_dict(d: dict) -> Finding:
+    """The inverse of :func:`finding_to_dict`."""
+    d = dict(d)
+    fix = d.pop("fix")
+    if fix is not None:
+        fix = Fix(fix[0], fix[1], tuple(Edit(*e) for e in fix[2]))
+    return Finding(fix=fix, **d)

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .index import SUMMARY_VERSION, summarize
+
+SUMMARY_VERSION = 3  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -91,6 +92,23 @@ class Cache:
             _atomic_write(self.dir / "s" / digest[:2] / digest, marshal.dumps(value))  # type: ignore[operator]
         except OSError:
             self.enabled = False  # a read-only or full disk: run on without a cache
+
+    def memo(self, key: str):
+        """A memoized run result (see :func:`pp_attr_lint.checker.check`) or ``None``."""
+        if not self.enabled:
+            return None
+        try:
+            with open(self.dir / f"memo-{key}", "rb") as f:  # type: ignore[operator]
+                return marshal.load(f)
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+
+    def put_memo(self, key: str, value) -> None:
+        if self.enabled:
+            try:
+                _atomic_write(self.dir / f"memo-{key}", marshal.dumps(value))  # type: ignore[operator]
+            except (OSError, ValueError):
+                pass
 
     def _stat_path(self, root: str) -> Path:
         return self.dir / ("stat-" + hashlib.blake2b(root.encode(), digest_size=8).hexdigest())  # type: ignore[operator]
@@ -155,6 +173,21 @@ def make_prefilter(attrs: frozenset[str]):
     return hit
 
 
+def unchanged(touched: dict) -> bool:
+    """Whether every file in ``touched`` still has its ``(mtime_ns, size)`` and every path
+    recorded as missing (``None``) is still missing."""
+    for path, key in touched.items():
+        try:
+            s = os.stat(path)
+        except OSError:
+            if key is None:
+                continue
+            return False
+        if key is None or s.st_mtime_ns != key[0] or s.st_size != key[1]:
+            return False
+    return True
+
+
 def _rel(st: "FileState") -> str:
     root = st.root.rstrip(os.sep) + os.sep
     return st.path[len(root):] if st.path.startswith(root) else os.path.relpath(st.path, st.root)
@@ -214,6 +247,9 @@ class Project:
         self.by_module: dict[str, FileState | None] = {}
         self.overrides = {m: os.path.abspath(p) for m, p in (overrides or {}).items()}
         self._root_set = set(self.roots)
+        # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
+        # not exist -> None.  A memoized result is valid while all of these still hold.
+        self.touched: dict[str, tuple | None] = {}
         self.read_files = 0
         self.parsed_files = 0
 
@@ -266,6 +302,7 @@ class Project:
         idx = self.cache.stat_index(st.root)
         rel = _rel(st)
         key = self._stat_key(st)
+        self.touched[st.path] = key
         entry = idx.get(rel)
         if key is not None and entry is not None and tuple(entry[:2]) == key:
             st.digest, st.hit = entry[2], entry[3]
@@ -291,6 +328,7 @@ class Project:
         if st.digest is None or data is None:
             if st.digest is None:
                 key = self._stat_key(st)
+                self.touched[st.path] = key
                 idx = self.cache.stat_index(st.root)
                 entry = idx.get(_rel(st))
                 if key is not None and entry is not None and tuple(entry[:2]) == key:
@@ -304,6 +342,7 @@ class Project:
                 return None
             st.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
             key = self._stat_key(st)
+            self.touched[st.path] = key
             if key is not None:
                 self.cache.stat_index(st.root)[_rel(st)] = (
                     key[0], key[1], st.digest, self.prefilter(data))
@@ -316,6 +355,8 @@ class Project:
         if text is None:
             return None
         self.parsed_files += 1
+        from .index import summarize
+
         try:
             summary = summarize(text, self.attrs, str(st.path))
             self.cache.put_summary(st.digest, ("ok", summary))
@@ -349,6 +390,7 @@ class Project:
                     if os.path.isfile(cand):
                         found = FileState(path=cand, root=root, module=module, is_package=is_pkg)
                         break
+                    self.touched.setdefault(cand, None)  # a file added here later changes resolution
                 if found:
                     break
         self.by_module[module] = found

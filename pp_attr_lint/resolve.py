@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Protocol
+from typing import Any, Protocol
+
+from .settings import Factory, Settings
 
 ClassKey = tuple[str, str]  # (module, class name)
 
@@ -38,34 +40,6 @@ class SummarySource(Protocol):
 
     def path(self, module: str) -> str | None:  # pragma: no cover - protocol
         """The file of ``module``."""
-
-
-@dataclass(frozen=True)
-class Factory:
-    """A call that builds a model from vLLM's registry, e.g. ``init_vllm_registered_model``.
-
-    ``keyword`` names the argument holding the architecture names; the registry module's tables
-    (module-level dicts whose names match ``tables``) map an architecture to
-    ``(module relative to package, class)``.  Source: vllm/model_executor/models/registry.py
-    (``_TEXT_GENERATION_MODELS``, ``_MULTIMODAL_MODELS``, ...) and ``init_vllm_registered_model``
-    in vllm/model_executor/models/utils.py.
-    """
-
-    name: str
-    keyword: str
-    registry_module: str
-    tables: str
-    package: str
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What the resolver may assume about code outside the project."""
-
-    attributeless_bases: tuple[str, ...]
-    transparent_decorators: tuple[str, ...]
-    factories: tuple[Factory, ...] = ()
-    max_path_depth: int = 2
 
 
 @dataclass

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from .resolve import Factory, Settings
+from .settings import Factory, Settings
 
 _CODE = re.compile(r"^[A-Z]+[0-9]+$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -1,0 +1,33 @@
+"""What the resolver may assume about code outside the project (from the rule files)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Factory:
+    """A call that builds a model from vLLM's registry, e.g. ``init_vllm_registered_model``.
+
+    ``keyword`` names the argument holding the architecture names; the registry module's tables
+    (module-level dicts whose names match ``tables``) map an architecture to
+    ``(module relative to package, class)``.  Source: vllm/model_executor/models/registry.py
+    (``_TEXT_GENERATION_MODELS``, ``_MULTIMODAL_MODELS``, ...) and ``init_vllm_registered_model``
+    in vllm/model_executor/models/utils.py.
+    """
+
+    name: str
+    keyword: str
+    registry_module: str
+    tables: str
+    package: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the resolver may assume about code outside the project."""
+
+    attributeless_bases: tuple[str, ...]
+    transparent_decorators: tuple[str, ...]
+    factories: tuple[Factory, ...] = ()
+    max_path_depth: int = 2
