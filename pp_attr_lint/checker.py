@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +48,8 @@ def noqa_codes(text: str, row: int) -> set[str] | None:
     lines = text.splitlines(keepends=True)
     if row - 1 >= len(lines) or "noqa" not in lines[row - 1].lower():
         return None
+    import tokenize
+
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
             if tok.type == tokenize.COMMENT and tok.start[0] == row:

@@ -162,7 +162,9 @@ def run_check(args) -> int:
 
     try:
         cfg = _load_config(args)
-        rules = select_rules(cfg, args.select, args.ignore, args.extend_select)
+        cache_dir = args.cache_dir or cfg.cache_dir or default_cache_dir()
+        rules = select_rules(cfg, args.select, args.ignore, args.extend_select,
+                             cache_dir=None if args.no_cache else cache_dir)
     except ConfigError as e:
         return _fail(str(e))
     if args.exclude is not None:
@@ -180,7 +182,6 @@ def run_check(args) -> int:
     if not files:
         print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
-    cache_dir = args.cache_dir or cfg.cache_dir or default_cache_dir()
     attrs = frozenset(a for r in rules for a in r.attributes)
     cache = Cache(cache_dir, attrs, enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)

