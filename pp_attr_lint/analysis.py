@@ -71,6 +71,8 @@ class RuleRunner:
             return None
         if len(chain) == 1 and chain[0] == scope.get("self"):
             return None  # `self.start_layer`: the enclosing class is what it is
+        if any(g in self.rule.attributes for g in read.get("guards", ())):
+            return None  # guarded by `hasattr(receiver, "start_layer")`: the read cannot raise
         r = self.resolver
         clskey = (st.module, cls) if cls else None
         try:

@@ -153,6 +153,7 @@ class _Summarizer:
     def __init__(self, source: str, attrs: frozenset[str]):
         self.attrs = attrs
         self.lines = _LineIndex(source)
+        self._guarded: dict[tuple, set[int]] = {}
         self.summary: dict[str, Any] = {
             "imports": {},
             "aliases": {},
@@ -287,6 +288,7 @@ class _Summarizer:
         for a in (args.vararg, args.kwarg):
             if a is not None:
                 params[a.arg] = None
+        self._guarded = _hasattr_guarded(fn)
         scope = {
             "line": fn.lineno,
             "self": self_name,
@@ -403,6 +405,8 @@ class _Summarizer:
     # -- reads of watched attributes ----------------------------------------------------------
     def _site(self, node: ast.AST, recv: ast.AST, kind: str, attr: str, scope: dict | None, cls: str | None) -> None:
         chain = ref_chain(recv)
+        # attributes `a` for which this read runs only under `hasattr(recv, "a")`
+        guards = sorted(a for (c, a), ids in self._guarded.items() if c == chain and id(node) in ids)
         end_line = getattr(node, "end_lineno", node.lineno)  # type: ignore[attr-defined]
         end_col = getattr(node, "end_col_offset", node.col_offset)  # type: ignore[attr-defined]
         self.summary["reads"].append(
@@ -418,6 +422,7 @@ class _Summarizer:
                 "recv_end_col": self.lines.col(recv.end_lineno, recv.end_col_offset),  # type: ignore[attr-defined]
                 "class": cls,
                 "function": scope_key(scope),
+                "guards": guards,
             }
         )
 
@@ -449,6 +454,55 @@ _FN_INTERESTING = frozenset({
     ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ExceptHandler,
     ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Call, ast.Subscript,
 })
+
+
+def _hasattr_key(node: ast.AST) -> tuple | None:
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "hasattr"
+        and len(node.args) == 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        chain = ref_chain(node.args[0])
+        if chain is not None:
+            return (chain, node.args[1].value)
+    return None
+
+
+def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
+    """Nodes that run only when ``hasattr(R, "a")`` was true: the operands after it in an ``and``,
+    and the body of an ``if``/``while``/conditional expression whose test is that call or an
+    ``and`` holding it.  Keyed by ``(receiver chain, attribute)``; a negated guard guards nothing."""
+    guarded: dict[tuple, set[int]] = {}
+
+    def mark(key: tuple, nodes) -> None:
+        ids = guarded.setdefault(key, set())
+        for n in nodes:
+            ids.update(id(x) for x in ast.walk(n))
+
+    def keys_of(test: ast.AST) -> list[tuple]:
+        k = _hasattr_key(test)
+        if k is not None:
+            return [k]
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            return [k for v in test.values if (k := _hasattr_key(v)) is not None]
+        return []
+
+    for node in ast.walk(fn):
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            for i, v in enumerate(node.values):
+                k = _hasattr_key(v)
+                if k is not None:
+                    mark(k, node.values[i + 1:])
+        elif isinstance(node, (ast.If, ast.While)):
+            for k in keys_of(node.test):
+                mark(k, node.body)
+        elif isinstance(node, ast.IfExp):
+            for k in keys_of(node.test):
+                mark(k, [node.body])
+    return guarded
 
 
 def scope_key(scope: dict | None) -> int | None:
