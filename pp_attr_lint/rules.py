@@ -129,10 +129,8 @@ def builtin_rule_files() -> list[Path]:
     checkout = Path(__file__).resolve().parent.parent / "rules"
     if (checkout / "PPA001.yaml").is_file():  # a source checkout or an editable install
         folder = checkout
-    else:  # an installed wheel: setuptools maps rules/ to the package pp_attr_lint.builtin_rules
-        from importlib import resources
-
-        folder = Path(str(resources.files("pp_attr_lint.builtin_rules")))
+    else:  # an installed wheel: setuptools maps rules/ to pp_attr_lint/builtin_rules (pyproject.toml)
+        folder = Path(__file__).resolve().parent / "builtin_rules"
     return sorted(p for p in folder.iterdir() if p.name.endswith((".yaml", ".yml")))
 
 
