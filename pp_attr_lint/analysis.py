@@ -71,8 +71,8 @@ class RuleRunner:
             return None
         if len(chain) == 1 and chain[0] == scope.get("self"):
             return None  # `self.start_layer`: the enclosing class is what it is
-        if any(g in self.rule.attributes for g in read.get("guards", ())):
-            return None  # guarded by `hasattr(receiver, "start_layer")`: the read cannot raise
+        if any(g == "*" or g in self.rule.attributes for g in read.get("guards", ())):
+            return None  # under `hasattr(receiver, "start_layer")` or `except AttributeError`: cannot raise
         r = self.resolver
         clskey = (st.module, cls) if cls else None
         try:
@@ -82,6 +82,8 @@ class RuleRunner:
             for k in cands:
                 if r.attribute_status(k, read["attr"]) != "absent":
                     return None
+            if self._stored_from_outside(st, read["attr"], cands, scopes):
+                return None
             common: dict[tuple[str, ...], dict] | None = None
             for k in sorted(cands):
                 paths = self._paths(k, read["attr"])
@@ -96,6 +98,22 @@ class RuleRunner:
             return None
         assert common
         return self._finding(st, read, sorted(cands), common)
+
+    def _stored_from_outside(self, st: FileState, attr: str, cands: set, scopes: dict) -> bool:
+        """Whether this file puts ``attr`` on an instance of a candidate from outside its class
+        (``self.lm.start_layer = ...``, ``setattr(lm, "start_layer", v)``).  A store whose
+        receiver cannot be resolved counts too: precision over recall."""
+        summary = st.summary or {}
+        for chain, stored, cls, fline in summary.get("stores", ()):
+            if stored not in (attr, "*"):
+                continue
+            scope = scopes.get((cls, fline))
+            if chain is None or scope is None:
+                return True
+            got = self.resolver.chain_candidates(tuple(chain), st.module, (st.module, cls) if cls else None, scope)
+            if got is None or got & set(cands):
+                return True
+        return False
 
     def _finding(self, st: FileState, read: dict, cands: list[ClassKey], common: dict) -> Finding:
         rule, attr = self.rule, read["attr"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import libcst.matchers as m
 from libcst.codemod import CodemodContext, TransformFailure, TransformSuccess, VisitorBasedCodemodCommand, transform_module
 from libcst.metadata import PositionProvider
 
-from .model import Finding
+from .model import Edit, Finding
 from .textio import SourceFile, read_source, write_source_atomic
 
 
@@ -71,6 +72,24 @@ class InsertSubmodulePath(VisitorBasedCodemodCommand):
         return updated_node.with_changes(args=[first.with_changes(value=_with_path(first.value, path)), *updated_node.args[1:]])
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def apply_edits(text: str, edits: list[Edit]) -> str:
+    """``text`` with ``edits`` applied (1-based rows and character columns; lines end at "\n",
+    "\r\n" or "\r" as for Python's tokenizer).  Used to check libcst's output byte for byte."""
+    starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+
+    def offset(row: int, col: int) -> int:
+        return starts[row - 1] + col - 1
+
+    out = text
+    for e in sorted(edits, key=lambda e: (e.row, e.column), reverse=True):
+        a, b = offset(e.row, e.column), offset(e.end_row, e.end_column)
+        out = out[:a] + e.content + out[b:]
+    return out
+
+
 @dataclass
 class FileFix:
     """The outcome for one file: its old and new text, how many findings were fixed, or an error."""
@@ -113,6 +132,15 @@ def fix_file(path: str, findings: list[Finding], allowed: tuple[str, ...] = ("sa
         return FileFix(path, src.text, src.text, [], error=f"libcst could not transform the file: {result.error}", source=src)
     assert isinstance(result, TransformSuccess)
     new = result.code
+    expected = apply_edits(src.text, [e for f in by_key.values() for e in f.fix.edits])  # type: ignore[union-attr]
+    if new != expected:
+        tail = expected[len(expected.rstrip("\r\n")):]
+        if new + tail == expected:
+            new = expected  # libcst drops a final "\r" of CR-only files; keep the file's own ending
+        else:
+            return FileFix(path, src.text, src.text, [], source=src,
+                           error="libcst's output differs from the finding's edits in more than the "
+                                 "inserted text; file left unchanged")
     try:
         ast.parse(new)
     except SyntaxError as e:  # never write text that does not parse

@@ -162,7 +162,9 @@ class _Summarizer:
             "functions": {},
             "reads": [],
             "star_imports": [],
+            "stores": [],  # (receiver chain or None, attr, class, function line) of `x.attr = ...`
         }
+        self._cls: str | None = None
 
     # -- module level ------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> dict[str, Any]:
@@ -289,6 +291,7 @@ class _Summarizer:
             if a is not None:
                 params[a.arg] = None
         self._guarded = _hasattr_guarded(fn)
+        self._cls = cls
         scope = {
             "line": fn.lineno,
             "self": self_name,
@@ -351,6 +354,15 @@ class _Summarizer:
                         kind = ("unknown",)
                     scope["init_calls"].append(kind)
                 func = sub.func
+                if (
+                    isinstance(func, ast.Name)
+                    and func.id == "setattr"
+                    and len(sub.args) >= 2
+                    and not (isinstance(sub.args[0], ast.Name) and sub.args[0].id == self_name)
+                    and not (isinstance(sub.args[1], ast.Constant) and sub.args[1].value not in self.attrs)
+                ):
+                    name = sub.args[1].value if isinstance(sub.args[1], ast.Constant) else "*"
+                    self.summary["stores"].append((ref_chain(sub.args[0]), name, cls, scope["line"]))
                 if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and sub.args:
                     if self_name and isinstance(sub.args[0], ast.Name) and sub.args[0].id == self_name:
                         if (
@@ -375,6 +387,11 @@ class _Summarizer:
 
     def _record_target(self, t: ast.AST, value: ast.AST | None, scope: dict, stmt: ast.AST, annotation=None) -> None:
         self_name = scope["self"]
+        if isinstance(t, ast.Attribute) and t.attr in self.attrs and not (
+            isinstance(t.value, ast.Name) and t.value.id == self_name
+        ):
+            # `self.lm.start_layer = ...`: the attribute is put on another object from outside
+            self.summary["stores"].append((ref_chain(t.value), t.attr, self._cls, scope["line"]))
         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name and self_name:
             if isinstance(stmt, ast.AugAssign):
                 descs = [UNKNOWN]
@@ -406,7 +423,8 @@ class _Summarizer:
     def _site(self, node: ast.AST, recv: ast.AST, kind: str, attr: str, scope: dict | None, cls: str | None) -> None:
         chain = ref_chain(recv)
         # attributes `a` for which this read runs only under `hasattr(recv, "a")`
-        guards = sorted(a for (c, a), ids in self._guarded.items() if c == chain and id(node) in ids)
+        guards = sorted(a for (c, a), ids in self._guarded.items()
+                        if (c == chain or (c, a) == ANY_GUARD) and id(node) in ids)
         end_line = getattr(node, "end_lineno", node.lineno)  # type: ignore[attr-defined]
         end_col = getattr(node, "end_col_offset", node.col_offset)  # type: ignore[attr-defined]
         self.summary["reads"].append(
@@ -471,6 +489,18 @@ def _hasattr_key(node: ast.AST) -> tuple | None:
     return None
 
 
+ANY_GUARD = (None, "*")  # key of nodes guarded for every receiver and attribute
+
+
+def _catches_attribute_error(t: ast.AST | None) -> bool:
+    if t is None:
+        return True  # bare `except:`
+    if isinstance(t, ast.Tuple):
+        return any(_catches_attribute_error(e) for e in t.elts)
+    name = dotted_name(t)
+    return name is not None and name.rsplit(".", 1)[-1] in ("AttributeError", "Exception", "BaseException")
+
+
 def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
     """Nodes that run only when ``hasattr(R, "a")`` was true: the operands after it in an ``and``,
     and the body of an ``if``/``while``/conditional expression whose test is that call or an
@@ -491,7 +521,10 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
         return []
 
     for node in ast.walk(fn):
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        if isinstance(node, ast.Try) or (hasattr(ast, "TryStar") and isinstance(node, ast.TryStar)):
+            if any(_catches_attribute_error(h.type) for h in node.handlers):
+                mark(ANY_GUARD, node.body)  # `try: x.start_layer except AttributeError:` cannot raise
+        elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             for i, v in enumerate(node.values):
                 k = _hasattr_key(v)
                 if k is not None:

@@ -103,6 +103,8 @@ class Resolver:
             return None
         if name in s["classes"]:
             return ("class", module, name)
+        if name in s["functions"]:
+            return ("function", module, name)
         if name in s["imports"]:
             target, attr, level = s["imports"][name]
             absm = self._abs_module(module, target, level)
@@ -430,8 +432,8 @@ class Resolver:
         for fac in self.settings.factories:
             if last == fac.name:
                 sym = self.resolve_dotted(module, callee)
-                if sym is None or sym[0] == "class":
-                    return None
+                if sym is not None and sym[0] == "class":
+                    return None  # a class that happens to share the factory's name
                 return fac
         return None
 
