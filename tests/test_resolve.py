@@ -1,0 +1,447 @@
+"""Unit tests of the resolver on small packages written to tmp_path (real summaries, no mocks)."""
+
+from __future__ import annotations
+
+import textwrap
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pp_attr_lint.project import Cache, Project
+from pp_attr_lint.resolve import EXTERNAL, Factory, Resolver, Unresolved
+from pp_attr_lint.rules import builtin_rule_files, load_rule_file
+
+ATTRS = frozenset({"start_layer", "end_layer"})
+MODULE = (EXTERNAL, "torch.nn.Module")
+
+INNER = """
+    from torch import nn
+
+    def make_layers(n, fn, prefix=""):
+        return 0, n, nn.ModuleList()
+
+    class Inner(nn.Module):
+        def __init__(self, *, vllm_config, prefix=""):
+            super().__init__()
+            self.start_layer, self.end_layer, self.layers = make_layers(4, None)
+
+    class Wrapper(nn.Module):
+        def __init__(self, *, vllm_config, prefix=""):
+            super().__init__()
+            self.model = Inner(vllm_config=vllm_config)
+"""
+
+
+@pytest.fixture(scope="module")
+def settings():
+    rule = load_rule_file(next(p for p in builtin_rule_files() if p.name == "PPA001.yaml"))
+    return rule.settings
+
+
+def make(tmp_path: Path, settings, files: dict[str, str]) -> Resolver:
+    for rel, text in files.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+    project = Project([tmp_path], ATTRS, Cache(None, ATTRS, enabled=False))
+    return Resolver(project, settings)
+
+
+def init_owners(r: Resolver, key) -> list[str]:
+    return [owner[1] for owner, _ in r.executed_inits(key)]
+
+
+def method_scope(r: Resolver, key, name: str) -> dict:
+    return r.class_record(key)["methods"][name]
+
+
+# -- MRO -----------------------------------------------------------------------------------------
+def test_mro_is_c3_for_a_diamond(tmp_path, settings):
+    r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": """
+        from torch import nn
+        class A(nn.Module): pass
+        class B(A): pass
+        class C(A): pass
+        class D(B, C): pass
+    """})
+    m = "pkg.m"
+    assert r.mro((m, "D")) == [(m, "D"), (m, "B"), (m, "C"), (m, "A"), MODULE]
+
+
+def test_mro_across_modules_and_known_external_bases(tmp_path, settings):
+    r = make(tmp_path, settings, {
+        "pkg/__init__.py": "",
+        "pkg/interfaces.py": """
+            from typing import Protocol
+            class SupportsPP(Protocol):
+                pass
+        """,
+        "pkg/m.py": """
+            import torch.nn as nn
+            from .interfaces import SupportsPP
+            class Base(nn.Module): pass
+            class Model(Base, SupportsPP): pass
+        """,
+    })
+    assert r.mro(("pkg.m", "Model")) == [
+        ("pkg.m", "Model"), ("pkg.m", "Base"), MODULE, ("pkg.interfaces", "SupportsPP"), (EXTERNAL, "typing.Protocol"),
+    ]
+
+
+def test_inconsistent_mro_is_unresolved(tmp_path, settings):
+    r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": """
+        from torch import nn
+        class A(nn.Module): pass
+        class B(A): pass
+        class X(A, B): pass
+    """})
+    with pytest.raises(Unresolved):
+        r.mro(("pkg.m", "X"))
+
+
+def test_base_outside_the_index_is_unresolved(tmp_path, settings):
+    r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": """
+        from transformers import PreTrainedModel
+        class HF(PreTrainedModel):
+            def __init__(self, config):
+                super().__init__(config)
+    """})
+    with pytest.raises(Unresolved):
+        r.mro(("pkg.m", "HF"))
+    with pytest.raises(Unresolved):
+        r.attribute_status(("pkg.m", "HF"), "start_layer")
+
+
+def test_inheritance_cycle_is_unresolved(tmp_path, settings):
+    r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": """
+        from .n import B
+        class A(B): pass
+    """, "pkg/n.py": """
+        from .m import A
+        class B(A): pass
+    """})
+    with pytest.raises(Unresolved):
+        r.mro(("pkg.m", "A"))
+
+
+# -- executed __init__ chains ---------------------------------------------------------------------
+CHAIN = """
+    from torch import nn
+
+    class P(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.start_layer, self.end_layer = 0, 4
+
+    class Q(P):
+        def __init__(self):
+            super().__init__()
+            self.q = 1
+
+    class SuperQ(Q):
+        def __init__(self):
+            super(Q, self).__init__()          # skips Q.__init__, runs P.__init__
+
+    class SuperP(P):
+        def __init__(self):
+            super(P, self).__init__()          # skips P.__init__: next is nn.Module
+
+    class ExplicitP(Q):
+        def __init__(self):
+            P.__init__(self)                   # runs P.__init__ directly, skipping Q.__init__
+
+    class ExplicitModule(P):
+        def __init__(self):
+            nn.Module.__init__(self)           # skips P.__init__
+
+    class NoInit(Q):
+        pass
+"""
+
+
+@pytest.fixture
+def chain(tmp_path, settings):
+    return make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/chain.py": CHAIN})
+
+
+@pytest.mark.parametrize("cls, owners, status", [
+    ("Q", ["Q", "P"], "present"),
+    ("SuperQ", ["SuperQ", "P"], "present"),
+    ("SuperP", ["SuperP"], "absent"),
+    ("ExplicitP", ["ExplicitP", "P"], "present"),
+    ("ExplicitModule", ["ExplicitModule"], "absent"),
+    ("NoInit", ["Q", "P"], "present"),
+])
+def test_executed_inits_and_attribute_status(chain, cls, owners, status):
+    key = ("pkg.chain", cls)
+    assert init_owners(chain, key) == owners
+    assert chain.attribute_status(key, "start_layer") == status
+    assert chain.attribute_status(key, "end_layer") == status
+
+
+def test_definition_points_at_the_executed_init(chain):
+    w = chain.definition(("pkg.chain", "SuperQ"), "start_layer")
+    assert w is not None and w.what == "P.__init__" and w.module == "pkg.chain"
+    assert w.path.endswith("chain.py") and w.line == 7
+    assert chain.definition(("pkg.chain", "SuperP"), "start_layer") is None
+
+
+def test_init_calling_a_non_base_is_unresolved(tmp_path, settings):
+    r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": """
+        from torch import nn
+        class Other(nn.Module):
+            def __init__(self):
+                super().__init__()
+        class W(nn.Module):
+            def __init__(self):
+                Other.__init__(self)
+    """})
+    with pytest.raises(Unresolved):
+        r.executed_inits(("pkg.m", "W"))
+
+
+@pytest.mark.parametrize("body, status", [
+    ("def __getattr__(self, name):\n    return 1", "unknown"),
+    ("def __init__(self, name):\n    super().__init__()\n    setattr(self, name, 0)", "unknown"),
+    ("def __init__(self, kv):\n    super().__init__()\n    self.__dict__.update(kv)", "unknown"),
+    ("start_layer = 0", "present"),
+    ("start_layer: int", "present"),
+    ("@property\ndef start_layer(self):\n    return 0", "present"),
+    ("def __init__(self):\n    super().__init__()\n    setattr(self, 'start_layer', 0)", "present"),
+    ("def load(self):\n    self.start_layer = 0", "present"),
+    ("def __init__(self):\n    super().__init__()\n    self.x = 0", "absent"),
+], ids=["getattr", "setattr-computed", "dict-update", "class-attr", "annotation", "property",
+        "setattr-literal", "other-method", "plain"])
+def test_attribute_status_class_shapes(tmp_path, settings, body, status):
+    source = "from torch import nn\n\nclass W(nn.Module):\n" + textwrap.indent(body, "    ") + "\n"
+    r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": source})
+    assert r.attribute_status(("pkg.m", "W"), "start_layer") == status
+
+
+# -- names and imports ----------------------------------------------------------------------------
+@pytest.fixture
+def imports(tmp_path, settings):
+    return make(tmp_path, settings, {
+        "pkg/__init__.py": "from .base import Base as Exported\n",
+        "pkg/base.py": "from torch import nn\nclass Base(nn.Module):\n    pass\nAlias = Base\n",
+        "pkg/sub/__init__.py": "from .. import base\nfrom ..base import Base\n",
+        "pkg/sub/sibling.py": "class Sib:\n    pass\n",
+        "pkg/sub/deep/__init__.py": "",
+        "pkg/sub/deep/m.py": """
+            from ...base import Base
+            from ... import base as b
+            from .. import sibling
+            from ..sibling import Sib
+            from . import nothing_here
+            from .... import too_far
+            import pkg.base as pb
+            import pkg.sub.sibling
+            from pkg import Exported
+            from pkg.base import Alias
+            from pkg.star import *
+            from transformers import PreTrainedModel
+        """,
+        "pkg/star.py": "from .base import Base as StarBase\n",
+    })
+
+
+@pytest.mark.parametrize("name, want", [
+    ("Base", ("class", "pkg.base", "Base")),
+    ("b", ("module", "pkg.base")),
+    ("sibling", ("module", "pkg.sub.sibling")),
+    ("Sib", ("class", "pkg.sub.sibling", "Sib")),
+    ("nothing_here", None),
+    ("too_far", None),
+    ("pb", ("module", "pkg.base")),
+    ("pkg", ("module", "pkg")),
+    ("Exported", ("class", "pkg.base", "Base")),
+    ("Alias", ("class", "pkg.base", "Base")),
+    ("StarBase", ("class", "pkg.base", "Base")),
+    ("PreTrainedModel", ("external", "transformers.PreTrainedModel")),
+    ("undefined", None),
+])
+def test_lookup_relative_imports_with_levels(imports, name, want):
+    assert imports.lookup("pkg.sub.deep.m", name) == want
+
+
+@pytest.mark.parametrize("dotted, want", [
+    ("pb.Base", ("pkg.base", "Base")),
+    ("pkg.sub.sibling.Sib", ("pkg.sub.sibling", "Sib")),
+    ("pkg.base.Alias", ("pkg.base", "Base")),
+    ("b.Base", ("pkg.base", "Base")),
+    ("pkg.Exported", ("pkg.base", "Base")),
+    ("PreTrainedModel", None),
+    ("pb.Missing", None),
+])
+def test_resolve_class_dotted(imports, dotted, want):
+    assert imports.resolve_class("pkg.sub.deep.m", dotted) == want
+
+
+def test_relative_import_in_a_package_init_is_relative_to_the_package(imports):
+    # in pkg/sub/__init__.py, `from .. import base` is pkg.base (level 2 from the package pkg.sub)
+    assert imports.lookup("pkg.sub", "base") == ("module", "pkg.base")
+    assert imports.lookup("pkg.sub", "Base") == ("class", "pkg.base", "Base")
+    assert imports.lookup("pkg", "Exported") == ("class", "pkg.base", "Base")
+
+
+# -- receivers ------------------------------------------------------------------------------------
+RECEIVERS = INNER + """
+    class Flat(nn.Module):
+        def __init__(self, *, vllm_config):
+            super().__init__()
+            self.start_layer, self.end_layer, self.layers = make_layers(4, None)
+
+    class Outer(nn.Module):
+        def __init__(self, *, vllm_config, flat=False):
+            super().__init__()
+            self.lm = Wrapper(vllm_config=vllm_config)
+            self.either = Flat(vllm_config=vllm_config) if flat else Wrapper(vllm_config=vllm_config)
+            self.maybe = None
+            if flat:
+                self.maybe = Wrapper(vllm_config=vllm_config)
+
+        def uses(self, other: Wrapper, plain):
+            alias = self.lm
+            return alias, other, plain
+"""
+
+
+@pytest.fixture
+def receivers(tmp_path, settings):
+    return make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": RECEIVERS})
+
+
+def test_chain_candidates(receivers):
+    r, m = receivers, "pkg.m"
+    outer = (m, "Outer")
+    uses = method_scope(r, outer, "uses")
+    init = method_scope(r, outer, "__init__")
+    assert r.chain_candidates(("self", "lm"), m, outer, init) == {(m, "Wrapper")}
+    assert r.chain_candidates(("self", "lm", "model"), m, outer, init) == {(m, "Inner")}
+    assert r.chain_candidates(("self", "either"), m, outer, init) == {(m, "Flat"), (m, "Wrapper")}
+    assert r.chain_candidates(("self", "maybe"), m, outer, init) == {(m, "Wrapper")}  # None is not a class
+    assert r.chain_candidates(("alias",), m, outer, uses) == {(m, "Wrapper")}
+    assert r.chain_candidates(("other",), m, outer, uses) == {(m, "Wrapper")}
+    assert r.chain_candidates(("plain",), m, outer, uses) is None
+    assert r.chain_candidates(("nowhere",), m, outer, uses) is None
+
+
+def test_attr_candidates_and_wheres(receivers):
+    r, m = receivers, "pkg.m"
+    got = r.attr_candidates((m, "Wrapper"), "model")
+    assert got is not None
+    cands, wheres = got
+    assert cands == {(m, "Inner")}
+    assert [w.line for w in wheres] == [15]
+    assert r.attr_candidates((m, "Wrapper"), "missing") is None
+
+
+# -- registry -------------------------------------------------------------------------------------
+def _registry_files(factory_in_project: bool) -> dict[str, str]:
+    utils = ("def init_vllm_registered_model(vllm_config, *, prefix='', architectures=None):\n"
+             "    raise NotImplementedError\n") if factory_in_project else "# the factory lives elsewhere\n"
+    factory_import = ("from .utils import init_vllm_registered_model" if factory_in_project
+                      else "from vllm_elsewhere import init_vllm_registered_model")
+    return {
+        "vllm/__init__.py": "",
+        "vllm/model_executor/__init__.py": "",
+        "vllm/model_executor/models/__init__.py": "",
+        "vllm/model_executor/models/utils.py": utils,
+        "vllm/model_executor/models/registry.py": """
+            _TEXT_GENERATION_MODELS = {
+                "Qwen3ForCausalLM": ("qwen3", "Qwen3ForCausalLM"),
+                "Ambiguous": ("qwen3", "Qwen3ForCausalLM"),
+                "Missing": ("does_not_exist", "Nope"),
+            }
+            _MULTIMODAL_MODELS = {
+                "Ambiguous": ("qwen3", "Qwen3Model"),
+                "Model": ("qwen3", "Qwen3Model"),
+            }
+            NOT_A_TABLE_MODELS = {"Hidden": ("qwen3", "Qwen3Model")}
+        """,
+        "vllm/model_executor/models/qwen3.py": INNER.replace("Inner", "Qwen3Model").replace("Wrapper", "Qwen3ForCausalLM"),
+        "vllm/model_executor/models/vl.py": f"""
+            from torch import nn
+            {factory_import}
+
+            class VL(nn.Module):
+                def __init__(self, *, vllm_config):
+                    super().__init__()
+                    self.language_model = init_vllm_registered_model(
+                        vllm_config=vllm_config, architectures=["Qwen3ForCausalLM"])
+        """,
+    }
+
+
+@pytest.fixture
+def factory(settings) -> Factory:
+    (fac,) = [f for f in settings.factories if f.name == "init_vllm_registered_model"]
+    return fac
+
+
+@pytest.mark.parametrize("arch, want", [
+    ("Qwen3ForCausalLM", ("vllm.model_executor.models.qwen3", "Qwen3ForCausalLM")),
+    ("Model", ("vllm.model_executor.models.qwen3", "Qwen3Model")),
+    ("Ambiguous", None),  # two tables disagree: stay silent
+    ("Missing", None),  # its module is not in the project
+    ("Hidden", None),  # the table's name does not match `_*_MODELS`
+    ("Unknown", None),
+])
+def test_registry_class(tmp_path, settings, factory, arch, want):
+    r = make(tmp_path, settings, _registry_files(factory_in_project=False))
+    assert r.registry_class(factory, arch) == want
+
+
+def test_registry_without_registry_module(tmp_path, settings, factory):
+    r = make(tmp_path, settings, {"pkg/__init__.py": ""})
+    assert r.registry_class(factory, "Qwen3ForCausalLM") is None
+
+
+def test_factory_imported_from_outside_resolves_through_the_registry(tmp_path, settings):
+    r = make(tmp_path, settings, _registry_files(factory_in_project=False))
+    m = "vllm.model_executor.models.vl"
+    key = (m, "VL")
+    scope = method_scope(r, key, "__init__")
+    assert r.chain_candidates(("self", "language_model"), m, key, scope) == {
+        ("vllm.model_executor.models.qwen3", "Qwen3ForCausalLM")}
+
+
+def test_factory_defined_in_the_project_resolves_through_the_registry(tmp_path, settings):
+    r = make(tmp_path, settings, _registry_files(factory_in_project=True))
+    m = "vllm.model_executor.models.vl"
+    key = (m, "VL")
+    scope = method_scope(r, key, "__init__")
+    assert r.chain_candidates(("self", "language_model"), m, key, scope) == {
+        ("vllm.model_executor.models.qwen3", "Qwen3ForCausalLM")}
+
+
+def test_a_class_named_like_the_factory_is_not_the_factory(tmp_path, settings):
+    files = _registry_files(factory_in_project=False)
+    files["vllm/model_executor/models/vl.py"] = """
+        from torch import nn
+
+        class init_vllm_registered_model(nn.Module):
+            def __init__(self, *, vllm_config, architectures=None):
+                super().__init__()
+
+        class VL(nn.Module):
+            def __init__(self, *, vllm_config):
+                super().__init__()
+                self.language_model = init_vllm_registered_model(
+                    vllm_config=vllm_config, architectures=["Qwen3ForCausalLM"])
+    """
+    r = make(tmp_path, settings, files)
+    m = "vllm.model_executor.models.vl"
+    key = (m, "VL")
+    scope = method_scope(r, key, "__init__")
+    assert r.chain_candidates(("self", "language_model"), m, key, scope) == {(m, "init_vllm_registered_model")}
+
+
+def test_factory_settings_can_be_replaced(tmp_path, settings):
+    """Settings are plain data: without factories the call is not understood (stays silent)."""
+    r = make(tmp_path, replace(settings, factories=()), _registry_files(factory_in_project=False))
+    m = "vllm.model_executor.models.vl"
+    key = (m, "VL")
+    scope = method_scope(r, key, "__init__")
+    assert r.chain_candidates(("self", "language_model"), m, key, scope) is None
