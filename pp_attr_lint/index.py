@@ -38,14 +38,8 @@ NONE = ("none",)
 
 def dotted_name(node: ast.AST | None) -> str | None:
     """Return ``"a.b.c"`` for a Name/Attribute chain, else ``None``."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
+    chain = ref_chain(node) if node is not None else None
+    return ".".join(chain) if chain is not None else None
 
 
 def ref_chain(node: ast.AST) -> tuple[str, ...] | None:

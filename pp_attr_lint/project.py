@@ -26,7 +26,6 @@ import marshal
 import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,18 +50,10 @@ def default_cache_dir() -> Path:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    from .textio import atomic_write_bytes
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic_write_bytes(path, data)
 
 
 class Cache:

@@ -56,16 +56,25 @@ def write_source_atomic(path: Path, text: str, original: SourceFile) -> None:
     target replaced.  Raises ``OSError`` (nothing is changed then) or ``UnicodeEncodeError``.
     """
     target = Path(os.path.realpath(path))
-    data = text.encode(original.encoding)
-    mode = stat.S_IMODE(os.stat(target).st_mode)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".pp-attr-lint")
+    atomic_write_bytes(target, text.encode(original.encoding), mode=stat.S_IMODE(os.stat(target).st_mode),
+                       durable=True)
+
+
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable: bool = False) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder and
+    :func:`os.replace`, so that readers see the old or the new content, never a part.  ``mode``
+    sets the permission bits; ``durable`` flushes to disk before the rename.  Raises ``OSError``
+    (the temporary file is removed then)."""
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)
