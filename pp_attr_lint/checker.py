@@ -145,7 +145,9 @@ def _analyze(paths, rules, cache, src, as_module, explicit):
     roots = list(src)
     if as_module:
         roots += _module_roots(as_module, src)
-    project = Project(roots, attrs, cache)
+    # a lone module checked as part of an installed package: only that package is first-party,
+    # not everything else in the folder that holds it (torch, transformers in site-packages)
+    project = Project(roots, attrs, cache, first_party={as_module.split(".")[0]} if as_module else None)
     states = [project.file_state(p, as_module if as_module else None) for p in paths]
     runners = [RuleRunner(r, project) for r in rules]
     findings: list[Finding] = []

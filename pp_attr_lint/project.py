@@ -230,7 +230,7 @@ class Project:
     """The files being checked and every module resolvable from them (a :class:`SummarySource`)."""
 
     def __init__(self, roots: list[Path], attrs: frozenset[str], cache: Cache,
-                 overrides: dict[str, Path] | None = None):
+                 overrides: dict[str, Path] | None = None, first_party: set[str] | None = None):
         self.roots = [str(r) for r in dict.fromkeys(Path(os.path.abspath(r)) for r in roots)]
         self.attrs = attrs
         self.cache = cache
@@ -238,6 +238,8 @@ class Project:
         self.by_module: dict[str, FileState | None] = {}
         self.overrides = {m: os.path.abspath(p) for m, p in (overrides or {}).items()}
         self._root_set = set(self.roots)
+        # top-level packages resolved from the roots (None: all); the rest is outside the project
+        self.first_party = first_party
         # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
         # not exist -> None.  A memoized result is valid while all of these still hold.
         self.touched: dict[str, tuple | None] = {}
@@ -370,6 +372,9 @@ class Project:
         if module in self.by_module:
             return self.by_module[module]
         found = None
+        if self.first_party is not None and module.split(".", 1)[0] not in self.first_party:
+            self.by_module[module] = None
+            return None
         if module in self.overrides:
             found = FileState(path=self.overrides[module], root=os.path.dirname(self.overrides[module]),
                               module=module, is_package=False)

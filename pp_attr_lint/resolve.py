@@ -167,6 +167,10 @@ class Resolver:
                 sym = ("external", f"{sym[1]}.{part}")
             else:
                 return None
+        if sym is not None and sym[0] == "class" and self._known_external(f"{sym[1]}.{sym[2]}"):
+            # torch.nn.Module and friends stay what the rule says they are even when their
+            # source is in the project (a --src that holds site-packages, a vendored copy)
+            return ("external", f"{sym[1]}.{sym[2]}")
         return sym
 
     def resolve_class(self, module: str, dotted: str | None) -> ClassKey | None:
