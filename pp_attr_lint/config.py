@@ -61,8 +61,13 @@ def find_config(start: Path) -> Path | None:
         p = cand / "pyproject.toml"
         if p.is_file():
             try:
-                data = tomllib.loads(p.read_text(encoding="utf-8"))
-            except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError):
+                raw = p.read_text(encoding="utf-8")
+                data = tomllib.loads(raw)
+            except tomllib.TOMLDecodeError:
+                if "[tool.pp-attr-lint" in raw:
+                    return p  # our table is there but broken: load_config reports it (exit 2)
+                continue
+            except (OSError, UnicodeDecodeError):
                 continue
             if "pp-attr-lint" in data.get("tool", {}):
                 return p

@@ -89,8 +89,13 @@ def to_github(findings: list[Finding]) -> str:
 
 
 def _uri(path: str) -> str:
+    """A SARIF ``uri``: relative to the working directory when below it, else a ``file:`` URI;
+    percent-encoded either way (a space or ``#`` in a path must not break the URI)."""
+    from pathlib import Path
+    from urllib.parse import quote
+
     rel = display_path(path)
-    return rel.replace(os.sep, "/") if not os.path.isabs(rel) else "file://" + path
+    return quote(rel.replace(os.sep, "/")) if not os.path.isabs(rel) else Path(path).as_uri()
 
 
 def to_sarif(findings: list[Finding], rules: list[Rule]) -> str:
