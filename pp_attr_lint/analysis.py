@@ -163,7 +163,7 @@ class RuleRunner:
         lines = []
         for k in cands:
             rec = r.class_record(k)
-            mro = " -> ".join(e[1] if e[0] != EXTERNAL else e[1] for e in r.mro(k))
+            mro = " -> ".join(e[1] if e[0] != EXTERNAL else ".".join(e[1].split(".")[-2:]) for e in r.mro(k))
             lines.append(f"`{receiver}` is a `{k[1]}` ({_where(Where(k[0], r.src.path(k[0]), rec['line'], ''))}); MRO: {mro}")
             inits = r.executed_inits(k)
             ran = ", ".join(f"{owner[1]}.__init__" for owner, _ in inits) or "no project __init__"

@@ -56,11 +56,25 @@ def _atomic_write(path: Path, data: bytes) -> None:
     atomic_write_bytes(path, data)
 
 
+def _code_stamp() -> str:
+    """(mtime, size) of the modules that decide a result, so that an edited checkout or an
+    upgraded install never reads results an older analyzer wrote."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = []
+    for name in ("index.py", "resolve.py", "analysis.py", "checker.py", "project.py", "model.py"):
+        try:
+            s = os.stat(os.path.join(here, name))
+            out.append(f"{s.st_mtime_ns}:{s.st_size}")
+        except OSError:
+            out.append("-")
+    return ",".join(out)
+
+
 class Cache:
     """Content-addressed summaries plus per-root stat indexes; ``enabled=False`` keeps it in memory."""
 
     def __init__(self, directory: Path | None, attrs: frozenset[str], enabled: bool = True):
-        salt_src = f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{','.join(sorted(attrs))}"
+        salt_src = f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{','.join(sorted(attrs))}|{_code_stamp()}"
         salt = hashlib.blake2b(salt_src.encode(), digest_size=6).hexdigest()
         self.enabled = enabled and directory is not None
         self.dir = (directory / salt) if directory is not None else None
