@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import Edit, Finding, Fix
+from .model import Finding
 from .project import Cache, Project
 from .rules import Rule
 

@@ -19,7 +19,7 @@ The semantics follow CPython and ``torch.nn.Module``:
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from .settings import Factory, Settings

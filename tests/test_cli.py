@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,13 +25,6 @@ def cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 12
     e.update(env or {})
     return subprocess.run([sys.executable, "-m", "pp_attr_lint", *args], cwd=cwd, env=e,
                           capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture
-def seed(tmp_path) -> Path:
-    dst = tmp_path / "proj"
-    shutil.copytree(SEED, dst, ignore=shutil.ignore_patterns("*.fixed", "__pycache__", "expected.json"))
-    return dst
 
 
 def vl(root: Path) -> Path:

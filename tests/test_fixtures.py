@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import FIXTURES, annotations, check_json, finding_keys, fixture_folders, py_files, run_cli, snapshot
+from helpers import FIXTURES, annotations, check_json, finding_keys, fixture_folders, run_cli, snapshot
 
 # Known analyzer bugs: (fixture folder, test name) -> reason.  Each is a strict xfail, so fixing
 # the bug turns it into a failure that asks for this entry to be removed.
