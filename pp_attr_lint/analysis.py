@@ -14,6 +14,15 @@ from .resolve import EXTERNAL, ClassKey, Resolver, Unresolved, Where
 from .rules import Rule
 
 
+def _scope_of(summary: dict | None, cls: str | None, line: int) -> dict | None:
+    """The method of ``cls`` (or module function) whose ``def`` is at ``line``."""
+    if summary is None:
+        return None
+    scopes = summary["classes"][cls]["methods"].values() if cls in summary["classes"] else (
+        summary["functions"].values() if cls is None else ())
+    return next((s for s in scopes if s["line"] == line), None)
+
+
 def _where(w: Where) -> str:
     return f"{display_path(w.path) if w.path else w.module}:{w.line}"
 
@@ -21,13 +30,25 @@ def _where(w: Where) -> str:
 class RuleRunner:
     """Evaluates one rule on the watched reads of a file (see the module docstring)."""
 
-    def __init__(self, rule: Rule, project: Project):
+    def __init__(self, rule: Rule, project: Project, stores: list | None = None):
+        """``stores``: ``(file state, receiver chain, attr, class, function line)`` of every
+        ``x.attr = ...`` outside its own class in the checked files (see index.py)."""
         self.rule = rule
         self.project = project
         self.resolver = Resolver(project, rule.settings)
+        self.stores = [s for s in (stores or []) if s[2] == "*" or s[2] in rule.attributes]
+        self._store_memo: dict = {}
+        self._self_stores: dict = {}
+        self._paths_memo: dict = {}
 
-    # paths from a wrapper to a class that really sets the attribute
     def _paths(self, key: ClassKey, attr: str) -> dict[tuple[str, ...], list]:
+        """Submodule paths from a wrapper to classes that really set the attribute (memoized)."""
+        mkey = (key, attr)
+        if mkey not in self._paths_memo:
+            self._paths_memo[mkey] = self._find_paths(key, attr)
+        return self._paths_memo[mkey]
+
+    def _find_paths(self, key: ClassKey, attr: str) -> dict[tuple[str, ...], list]:
         r = self.resolver
         out: dict[tuple[str, ...], list] = {}
         frontier: list[tuple[tuple[str, ...], ClassKey, list]] = [((), key, [])]
@@ -82,7 +103,7 @@ class RuleRunner:
             for k in cands:
                 if r.attribute_status(k, read["attr"]) != "absent":
                     return None
-            if self._stored_from_outside(st, read["attr"], cands, scopes):
+            if self._stored_from_outside(read["attr"], cands, st.module, cls, read["chain"]):
                 return None
             common: dict[tuple[str, ...], dict] | None = None
             for k in sorted(cands):
@@ -99,21 +120,63 @@ class RuleRunner:
         assert common
         return self._finding(st, read, sorted(cands), common)
 
-    def _stored_from_outside(self, st: FileState, attr: str, cands: set, scopes: dict) -> bool:
-        """Whether this file puts ``attr`` on an instance of a candidate from outside its class
-        (``self.lm.start_layer = ...``, ``setattr(lm, "start_layer", v)``).  A store whose
-        receiver cannot be resolved counts too: precision over recall."""
-        summary = st.summary or {}
-        for chain, stored, cls, fline in summary.get("stores", ()):
+    def _stored_from_outside(self, attr: str, cands: set, module: str, cls: str | None, chain) -> bool:
+        """Whether a checked file puts ``attr`` on a candidate from outside its class:
+        ``self.lm.start_layer = ...``, ``setattr(lm, "start_layer", v)``, ``Wrapper.start_layer = 0``
+        (which also reaches subclasses).  A store whose receiver cannot be resolved counts too:
+        precision over recall."""
+        key = (attr, frozenset(cands))
+        if key not in self._store_memo:
+            self._self_stores[key] = set()
+            self._store_memo[key] = self._scan_stores(attr, cands, self._self_stores[key])
+        return self._store_memo[key] or (module, cls, tuple(chain)) in self._self_stores[key]
+
+    def _scan_stores(self, attr: str, cands: set, self_stores: set) -> bool:
+        r = self.resolver
+        result = False
+        for st, chain, stored, cls, fline in self.stores:
             if stored not in (attr, "*"):
                 continue
-            scope = scopes.get((cls, fline))
-            if chain is None or scope is None:
-                return True
-            got = self.resolver.chain_candidates(tuple(chain), st.module, (st.module, cls) if cls else None, scope)
-            if got is None or got & set(cands):
-                return True
-        return False
+            # `setattr(obj, name, v)` with a computed name counts only where obj resolves to a
+            # candidate: such generic setters (config objects, module surgery) are everywhere
+            computed = stored == "*"
+            if chain is None:
+                if computed:
+                    continue
+                result = True
+                break
+            if fline is None:  # module level: a class object, or something we cannot follow
+                sym = r.resolve_dotted(st.module, ".".join(chain))
+                if sym is None or sym[0] != "class":
+                    if computed:
+                        continue
+                    result = True
+                    break
+                try:
+                    if any((sym[1], sym[2]) in r.mro(c) for c in cands):
+                        result = True
+                        break
+                except Unresolved:
+                    result = True
+                    break
+                continue
+            scope = _scope_of(st.summary, cls, fline)
+            got = None if scope is None else r.chain_candidates(
+                tuple(chain), st.module, (st.module, cls) if cls else None, scope)
+            if got is None:
+                if computed:
+                    continue
+                result = True
+                break
+            if got & set(cands):
+                if chain[0] == scope.get("self"):
+                    # `self.lm.start_layer = ...` sets it on that one object: it counts for reads
+                    # of the same receiver in the same class only
+                    self_stores.add((st.module, cls, tuple(chain)))
+                    continue
+                result = True  # through a parameter or a local: any instance may get it
+                break
+        return result
 
     def _finding(self, st: FileState, read: dict, cands: list[ClassKey], common: dict) -> Finding:
         rule, attr = self.rule, read["attr"]

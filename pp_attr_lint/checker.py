@@ -41,27 +41,30 @@ def display_path(path: str) -> str:
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
 
 
-def noqa_codes(text: str, row: int) -> set[str] | None:
-    """The codes a ``# noqa`` comment on line ``row`` suppresses: ``{"*"}`` for a bare
-    ``# noqa``, ``None`` when there is no noqa comment.  Uses :mod:`tokenize` so that ``# noqa``
-    inside a string does not count."""
-    lines = text.splitlines(keepends=True)
-    if row - 1 >= len(lines) or "noqa" not in lines[row - 1].lower():
-        return None
+def noqa_map(text: str) -> dict[int, set[str]]:
+    """The ``# noqa`` comments of a file: line -> the codes it suppresses (``{"*"}`` for a bare
+    ``# noqa``).  Uses :mod:`tokenize`, so that ``# noqa`` inside a string does not count; a file
+    that does not tokenize has none."""
+    out: dict[int, set[str]] = {}
+    if "noqa" not in text.lower():
+        return out
     import tokenize
 
     try:
         for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT and tok.start[0] == row:
+            if tok.type == tokenize.COMMENT:
                 m = _NOQA.search(tok.string)
                 if m:
                     codes = m.group("codes")
-                    return {"*"} if not codes else {c.strip().upper() for c in codes.split(",")}
-            elif tok.start[0] > row:
-                break
+                    out[tok.start[0]] = {"*"} if not codes else {c.strip().upper() for c in codes.split(",")}
     except (tokenize.TokenError, SyntaxError, IndentationError):
-        return None
-    return None
+        return {}
+    return out
+
+
+def noqa_codes(text: str, row: int) -> set[str] | None:
+    """The codes a ``# noqa`` comment on line ``row`` suppresses, or ``None`` (see :func:`noqa_map`)."""
+    return noqa_map(text).get(row)
 
 
 def _scopes(summary: dict) -> dict:
@@ -117,6 +120,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         read, parsed = project.read_files, project.parsed_files
     findings: list[Finding] = []
     sources: dict[str, str] = {}
+    noqa: dict[str, dict[int, set[str]]] = {}
     for f in raw:
         if f.code is None:
             findings.append(f)
@@ -127,7 +131,8 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
             from .textio import read_source
 
             sources[f.path] = read_source(f.path).text
-        codes = noqa_codes(sources[f.path], f.noqa_row or f.row)
+            noqa[f.path] = noqa_map(sources[f.path])
+        codes = noqa[f.path].get(f.noqa_row or f.row)
         if codes is not None and ("*" in codes or f.code in codes):
             continue
         findings.append(f)
@@ -136,21 +141,55 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
                        sources=sources)
 
 
+class _Totals:
+    """What several per-root projects touched, read and parsed, together."""
+
+    def __init__(self) -> None:
+        self.touched: dict = {}
+        self.read_files = 0
+        self.parsed_files = 0
+
+    def add(self, project: Project) -> None:
+        self.touched.update(project.touched)
+        self.read_files += project.read_files
+        self.parsed_files += project.parsed_files
+
+
 def _analyze(paths, rules, cache, src, as_module, explicit):
-    """Run the rules over ``paths``: the project (for its ``touched`` files) and raw findings,
-    before per-file ignores and noqa."""
-    from .analysis import RuleRunner
+    """Run the rules over ``paths``: what the run depended on (``touched``) and raw findings,
+    before per-file ignores and noqa.
+
+    Files are grouped by the folder that holds their top package, and each group is resolved in
+    its own project (that folder plus ``src``), as Python would run it: two trees that hold a
+    package of the same name (two vLLM releases side by side) never resolve into each other."""
+    from .project import package_root
 
     attrs = frozenset(a for r in rules for a in r.attributes)
-    roots = list(src)
-    if as_module:
-        roots += _module_roots(as_module, src)
-    # a lone module checked as part of an installed package: only that package is first-party,
-    # not everything else in the folder that holds it (torch, transformers in site-packages)
-    project = Project(roots, attrs, cache, first_party={as_module.split(".")[0]} if as_module else None)
-    states = [project.file_state(p, as_module if as_module else None) for p in paths]
-    runners = [RuleRunner(r, project) for r in rules]
+    totals = _Totals()
     findings: list[Finding] = []
+    if as_module:
+        roots = list(src) + _module_roots(as_module, src)
+        # a lone module checked as part of an installed package: only that package is first-party,
+        # not everything else in the folder that holds it (torch, transformers in site-packages)
+        project = Project(roots, attrs, cache, first_party={as_module.split(".")[0]})
+        findings += _analyze_group(project, [project.file_state(p, as_module) for p in paths], rules, explicit)
+        totals.add(project)
+        return totals, findings
+    groups: dict[str, list[str]] = {}
+    for p in paths:
+        groups.setdefault(package_root(p)[0], []).append(p)
+    for root, group in groups.items():
+        project = Project([root, *src], attrs, cache)
+        findings += _analyze_group(project, [project.file_state(p) for p in group], rules, explicit)
+        totals.add(project)
+    return totals, findings
+
+
+def _analyze_group(project: Project, states: list, rules, explicit) -> list[Finding]:
+    from .analysis import RuleRunner
+
+    findings: list[Finding] = []
+    checked = []
     for st in states:
         hit = project.prefilter_hit(st)
         if not hit and st.path not in explicit:
@@ -165,16 +204,26 @@ def _analyze(paths, rules, cache, src, as_module, explicit):
             findings.append(Finding(code=None, name="invalid-syntax", message=f"SyntaxError: {msg}",
                                     path=st.path, row=line, column=col + 1, end_row=line, end_column=col + 1))
             continue
-        if summary is None or not summary["reads"]:
+        if summary is not None:
+            checked.append(st)
+    # stores of watched attributes from outside the class, over every checked file, before any read
+    stores = [(st, *s) for st in checked for s in st.summary.get("stores", ())]  # type: ignore[union-attr]
+    runners = [RuleRunner(r, project, stores) for r in rules]
+    for st in checked:
+        summary = st.summary
+        if not summary["reads"]:  # type: ignore[index]
             continue
-        scopes = _scopes(summary)
-        for read in summary["reads"]:
+        scopes = _scopes(summary)  # type: ignore[arg-type]
+        for read in summary["reads"]:  # type: ignore[index]
             for runner in runners:
                 if read["attr"] in runner.rule.attributes:
-                    f = runner.evaluate(st, read, scopes)
+                    try:
+                        f = runner.evaluate(st, read, scopes)
+                    except RecursionError:  # a class hierarchy or chain too deep to follow: silent
+                        f = None
                     if f is not None:
                         findings.append(f)
-    return project, findings
+    return findings
 
 
 def _module_roots(module: str, src: list[Path]) -> list[Path]:

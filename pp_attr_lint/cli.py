@@ -25,7 +25,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _csv(v: str) -> list[str]:
-    return [x.strip() for x in v.split(",") if x.strip()]
+    items = [x.strip() for x in v.split(",") if x.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError("expected a comma-separated list, got an empty value")
+    return items
 
 
 def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
@@ -103,6 +106,12 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except BrokenPipeError:
         return EXIT_ERROR
+    except Exception as e:  # a bug of ours: exit 2, never 1 (which means "findings")
+        import traceback
+
+        traceback.print_exc()
+        print(f"pp-attr-lint: internal error: {type(e).__name__}: {e}", file=sys.stderr)
+        return EXIT_ERROR
     return EXIT_ERROR
 
 
@@ -179,6 +188,11 @@ def run_check(args) -> int:
         return EXIT_ERROR
     if args.as_module and len(files) != 1:
         return _fail("--as-module needs exactly one file")
+    if args.as_module and not all(p.isidentifier() for p in args.as_module.split(".")):
+        return _fail(f"--as-module: `{args.as_module}` is not a dotted module name")
+    for s in list(cfg.src) + list(args.src):
+        if not Path(s).is_dir():
+            return _fail(f"{s}: --src / `src` folder does not exist")
     if not files:
         print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
@@ -219,7 +233,10 @@ def run_check(args) -> int:
             findings = [f for f in findings if id(f) not in fixed_ids]
     for e in fix_errors:
         print(f"pp-attr-lint: error: {e}", file=sys.stderr)
-    out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+    try:
+        out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
+    except OSError as e:
+        return _fail(f"{args.output_file}: cannot write the report: {e.strerror or e}")
     try:
         if args.diff:
             out.write(diff_text)
@@ -251,8 +268,11 @@ def _report(args, findings, result, fixed, rules, out) -> None:
     elif fmt == "concise":
         out.write(report.to_concise(findings))
         if not args.quiet:
-            n = len(findings)
-            out.write(f"Found {n} error{'s' if n != 1 else ''}.\n" if n else "All checks passed!\n")
+            n, nf = len(findings), len(fixed)
+            if nf:
+                out.write(f"Found {n + nf} error{'s' if n + nf != 1 else ''} ({nf} fixed, {n} remaining).\n")
+            else:
+                out.write(f"Found {n} error{'s' if n != 1 else ''}.\n" if n else "All checks passed!\n")
     elif fmt == "github":
         out.write(report.to_github(findings))
     elif fmt == "sarif":

@@ -27,7 +27,8 @@ from pathlib import Path
 from .project import DEFAULT_EXCLUDE
 from .rules import Rule, RuleError, all_rules
 
-KEYS = {"select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "rules", "src", "cache-dir"}
+KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "rules", "src",
+        "cache-dir"}
 
 
 class ConfigError(ValueError):
@@ -40,6 +41,7 @@ class Config:
 
     path: Path | None = None
     select: list[str] = field(default_factory=lambda: ["ALL"])
+    extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=lambda: list(DEFAULT_EXCLUDE))
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
@@ -61,15 +63,19 @@ def find_config(start: Path) -> Path | None:
         p = cand / "pyproject.toml"
         if p.is_file():
             try:
-                raw = p.read_text(encoding="utf-8")
-                data = tomllib.loads(raw)
-            except tomllib.TOMLDecodeError:
-                if "[tool.pp-attr-lint" in raw:
+                raw_bytes = p.read_bytes()
+            except OSError:
+                continue
+            try:
+                data = tomllib.loads(raw_bytes.decode("utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+                if b"pp-attr-lint" in raw_bytes:
                     return p  # our table is there but broken: load_config reports it (exit 2)
                 continue
-            except (OSError, UnicodeDecodeError):
-                continue
-            if "pp-attr-lint" in data.get("tool", {}):
+            tool = data.get("tool", {})
+            if isinstance(tool, dict) and "pp-attr-lint" in tool:
+                return p
+            if not isinstance(tool, dict) and b"pp-attr-lint" in raw_bytes:
                 return p
     return None
 
@@ -97,13 +103,18 @@ def load_config(path: Path | None, explicit: bool = False) -> Config:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ConfigError(f"{path}: not valid TOML: {e}") from None
     if path.name == "pyproject.toml":
-        table = data.get("tool", {}).get("pp-attr-lint")
+        tool = data.get("tool", {})
+        if not isinstance(tool, dict):
+            raise ConfigError(f"{path}: `tool` must be a table")
+        table = tool.get("pp-attr-lint")
         if table is None:
             if explicit:
                 raise ConfigError(f"{path}: no [tool.pp-attr-lint] table")
             table = {}
     else:
         table = data
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [tool.pp-attr-lint] must be a table, not {type(table).__name__}")
     unknown = sorted(set(table) - KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in pp-attr-lint configuration: {', '.join(unknown)} "
@@ -112,6 +123,8 @@ def load_config(path: Path | None, explicit: bool = False) -> Config:
     base = cfg.base
     if "select" in table:
         cfg.select = _str_list(table["select"], "select", path)
+    if "extend-select" in table:
+        cfg.extend_select = _str_list(table["extend-select"], "extend-select", path)
     if "ignore" in table:
         cfg.ignore = _str_list(table["ignore"], "ignore", path)
     if "exclude" in table:
@@ -149,10 +162,12 @@ def select_rules(cfg: Config, select: list[str] | None = None, ignore: list[str]
         rules = all_rules(cfg.rule_files, cache_dir)
     except RuleError as e:
         raise ConfigError(str(e)) from None
-    sel = list(select if select is not None else cfg.select) + list(extend_select or [])
+    sel = list(select if select is not None else cfg.select) + list(cfg.extend_select) + list(extend_select or [])
     ign = list(cfg.ignore) + list(ignore or [])
     codes = [r.code for r in rules]
     for s in sel + ign + [c for v in cfg.per_file_ignores.values() for c in v]:
+        if not s.strip():
+            raise ConfigError("an empty rule code in select / ignore / per-file-ignores")
         if not any(_matches(c, s) for c in codes):
             raise ConfigError(f"unknown rule code or prefix `{s}` (known: {', '.join(codes)})")
     return [r for r in rules if any(_matches(r.code, s) for s in sel) and not any(_matches(r.code, s) for s in ign)]

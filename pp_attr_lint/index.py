@@ -159,15 +159,50 @@ class _Summarizer:
             "stores": [],  # (receiver chain or None, attr, class, function line) of `x.attr = ...`
         }
         self._cls: str | None = None
+        self._bindings: dict[str, int] = {}
+        self._globals: set[str] = set()
 
     # -- module level ------------------------------------------------------------------------
     def run(self, tree: ast.Module) -> dict[str, Any]:
         for stmt in tree.body:
             self._module_stmt(stmt)
+        # a name bound more than once at module level (a class and a later alias, `try: import
+        # ... except ImportError: import ...`, `global` in a function) is not one thing
+        self.summary["rebound"] = sorted(n for n, c in self._bindings.items() if c > 1) + sorted(self._globals)
         return self.summary
+
+    def _bind(self, names) -> None:
+        for n in names:
+            self._bindings[n] = self._bindings.get(n, 0) + 1
+
+    def _module_stores(self, stmt: ast.AST) -> None:
+        """Record ``X.start_layer = ...`` and ``setattr(X, "start_layer", v)`` at module level."""
+        for sub in ast.walk(stmt):
+            targets = ()
+            if isinstance(sub, ast.Assign):
+                targets = sub.targets
+            elif isinstance(sub, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension)):
+                targets = (sub.target,)
+            elif isinstance(sub, ast.withitem) and sub.optional_vars is not None:
+                targets = (sub.optional_vars,)
+            elif isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "setattr" and len(sub.args) >= 2:
+                name = sub.args[1].value if isinstance(sub.args[1], ast.Constant) else "*"
+                if name == "*" or name in self.attrs:
+                    self.summary["stores"].append((ref_chain(sub.args[0]), name, None, None))
+            for t in targets:
+                for node in ast.walk(t):
+                    if isinstance(node, ast.Attribute) and node.attr in self.attrs and isinstance(node.ctx, ast.Store):
+                        self.summary["stores"].append((ref_chain(node.value), node.attr, None, None))
 
     def _module_stmt(self, stmt: ast.stmt) -> None:
         s = self.summary
+        if not isinstance(stmt, (ast.If, ast.Try, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and not (
+            hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)
+        ):
+            self._module_stores(stmt)
+            self._bind(_bound_names(stmt))
+        elif isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            self._bind([stmt.name])
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
                 if a.asname:
@@ -249,6 +284,10 @@ class _Summarizer:
             elif isinstance(stmt, ast.ClassDef):
                 nested.append(stmt.name)
                 body_names.append(stmt.name)
+            elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                body_names.extend((a.asname or a.name).split(".")[0] for a in stmt.names)
+            elif isinstance(stmt, ast.AugAssign):
+                body_names.extend(_target_names(stmt.target))
             elif isinstance(stmt, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
                 # conditional class bodies: every name they bind counts as a class attribute
                 for sub in ast.walk(stmt):
@@ -258,6 +297,14 @@ class _Summarizer:
                     elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                         body_names.append(sub.name)
                 self._scan_reads(stmt, node.name, None)
+        # `locals()[name] = ...`, `exec(...)` or `vars()` in a class body can bind any name
+        dynamic_body = any(
+            isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("locals", "vars", "exec", "eval")
+            for stmt in node.body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for sub in ast.walk(stmt)
+        )
+        if dynamic_body:
+            body_names.append("__dict__")
         # `Generic[T]` / `Protocol[T]` count as the subscripted class
         bases = [dotted_name(b.value if isinstance(b, ast.Subscript) else b) for b in node.bases]
         return {
@@ -294,6 +341,7 @@ class _Summarizer:
             "assigns": {},
             "init_calls": [],
             "dynamic": False,
+            "passes_self": False,
         }
         for stmt in fn.body:
             self._walk_fn(stmt, scope, cls, fn.name)
@@ -318,13 +366,11 @@ class _Summarizer:
             elif isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
                 scope["locals"].setdefault(sub.target.id, []).extend(value_descriptors(sub.value))
             elif isinstance(sub, (ast.For, ast.AsyncFor, ast.comprehension)):
-                for n in _target_names(sub.target):
-                    scope["locals"].setdefault(n, []).append(UNKNOWN)
+                self._record_target(sub.target, None, scope, sub)  # `for self.start_layer in ...`
             elif isinstance(sub, (ast.With, ast.AsyncWith)):
                 for item in sub.items:
                     if item.optional_vars is not None:
-                        for n in _target_names(item.optional_vars):
-                            scope["locals"].setdefault(n, []).append(UNKNOWN)
+                        self._record_target(item.optional_vars, None, scope, sub)
             elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
                 a = sub.args
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
@@ -339,6 +385,8 @@ class _Summarizer:
             elif isinstance(sub, (ast.Global, ast.Nonlocal)):
                 for n in sub.names:
                     scope["locals"].setdefault(n, []).append(UNKNOWN)
+                if isinstance(sub, ast.Global):
+                    self._globals.update(sub.names)  # the function may rebind a module-level class
             elif isinstance(sub, ast.Call):
                 kind = _is_super_init(sub)
                 if kind is not None and fname == "__init__":
@@ -348,6 +396,13 @@ class _Summarizer:
                         kind = ("unknown",)
                     scope["init_calls"].append(kind)
                 func = sub.func
+                if isinstance(func, ast.Name) and func.id in ("exec", "eval", "vars", "locals"):
+                    scope["dynamic"] = True  # `exec("self.x = 0")`, `vars(self)[...] = ...`
+                if self_name and not (isinstance(func, ast.Name) and func.id in _SELF_SAFE_CALLS) and not (
+                    isinstance(func, ast.Attribute) and func.attr == "__init__"
+                ) and any(isinstance(a, ast.Name) and a.id == self_name
+                          for a in [*sub.args, *(k.value for k in sub.keywords)]):
+                    scope["passes_self"] = True  # `init_range(self)` may set attributes on it
                 if (
                     isinstance(func, ast.Name)
                     and func.id == "setattr"
@@ -417,8 +472,8 @@ class _Summarizer:
     def _site(self, node: ast.AST, recv: ast.AST, kind: str, attr: str, scope: dict | None, cls: str | None) -> None:
         chain = ref_chain(recv)
         # attributes `a` for which this read runs only under `hasattr(recv, "a")`
-        guards = sorted(a for (c, a), ids in self._guarded.items()
-                        if (c == chain or (c, a) == ANY_GUARD) and id(node) in ids)
+        guards = sorted({a for (c, a), ids in self._guarded.items()
+                         if (c == chain or (c, a) == ANY_GUARD) and id(node) in ids})
         end_line = getattr(node, "end_lineno", node.lineno)  # type: ignore[attr-defined]
         end_col = getattr(node, "end_col_offset", node.col_offset)  # type: ignore[attr-defined]
         self.summary["reads"].append(
@@ -506,21 +561,57 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
         for n in nodes:
             ids.update(id(x) for x in ast.walk(n))
 
-    def keys_of(test: ast.AST) -> list[tuple]:
+    def key_of(test: ast.AST) -> tuple | None:
         k = _hasattr_key(test)
+        if k is not None:
+            return k
+        # `isinstance(x, Inner)` narrows x: the read may be on another class than the resolver thinks
+        if isinstance(test, ast.Call) and isinstance(test.func, ast.Name) and test.func.id == "isinstance" and test.args:
+            chain = ref_chain(test.args[0])
+            if chain is not None:
+                return (chain, "*")
+        return None
+
+    def keys_of(test: ast.AST) -> list[tuple]:
+        k = key_of(test)
         if k is not None:
             return [k]
         if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
-            return [k for v in test.values if (k := _hasattr_key(v)) is not None]
+            return [k for v in test.values if (k := key_of(v)) is not None]
         return []
 
     for node in ast.walk(fn):
+        for body in (getattr(node, "body", None), getattr(node, "orelse", None), getattr(node, "finalbody", None)):
+            if not isinstance(body, list):
+                continue
+            for i, stmt in enumerate(body):
+                # `if not hasattr(x, "a"): return` guards every statement after it
+                if (
+                    isinstance(stmt, ast.If)
+                    and isinstance(stmt.test, ast.UnaryOp)
+                    and isinstance(stmt.test.op, ast.Not)
+                    and stmt.body
+                    and isinstance(stmt.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+                ):
+                    k = _hasattr_key(stmt.test.operand)
+                    if k is not None:
+                        mark(k, body[i + 1:])
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            # `with contextlib.suppress(AttributeError):`
+            for item in node.items:
+                e = item.context_expr
+                if (
+                    isinstance(e, ast.Call)
+                    and (dotted_name(e.func) or "").rsplit(".", 1)[-1] == "suppress"
+                    and any(_catches_attribute_error(a) for a in e.args)
+                ):
+                    mark(ANY_GUARD, node.body)
         if isinstance(node, ast.Try) or (hasattr(ast, "TryStar") and isinstance(node, ast.TryStar)):
             if any(_catches_attribute_error(h.type) for h in node.handlers):
                 mark(ANY_GUARD, node.body)  # `try: x.start_layer except AttributeError:` cannot raise
         elif isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             for i, v in enumerate(node.values):
-                k = _hasattr_key(v)
+                k = key_of(v)
                 if k is not None:
                     mark(k, node.values[i + 1:])
         elif isinstance(node, (ast.If, ast.While)):
@@ -530,6 +621,32 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
             for k in keys_of(node.test):
                 mark(k, [node.body])
     return guarded
+
+
+# builtins that take `self` without storing attributes on it
+_SELF_SAFE_CALLS = frozenset({
+    "super", "isinstance", "issubclass", "hasattr", "getattr", "setattr", "delattr", "type", "id", "len", "repr", "str",
+    "print", "hash", "bool", "callable", "format", "iter", "next", "list", "tuple", "dict", "set",
+})
+
+
+def _bound_names(stmt: ast.stmt) -> list[str]:
+    """Names a module-level statement binds."""
+    if isinstance(stmt, ast.Import):
+        return [(a.asname or a.name).split(".")[0] for a in stmt.names]
+    if isinstance(stmt, ast.ImportFrom):
+        return [a.asname or a.name for a in stmt.names if a.name != "*"]
+    if isinstance(stmt, ast.Assign):
+        return [n for t in stmt.targets for n in _target_names(t)]
+    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        return _target_names(stmt.target)
+    if isinstance(stmt, (ast.For, ast.AsyncFor)):
+        return _target_names(stmt.target)
+    if isinstance(stmt, (ast.With, ast.AsyncWith)):
+        return [n for i in stmt.items if i.optional_vars is not None for n in _target_names(i.optional_vars)]
+    if isinstance(stmt, ast.Delete):
+        return [n for t in stmt.targets for n in _target_names(t)]
+    return []
 
 
 def scope_key(scope: dict | None) -> int | None:

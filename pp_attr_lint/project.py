@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import __version__
 
-SUMMARY_VERSION = 6  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 9  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -254,6 +254,7 @@ class Project:
         self._root_set = set(self.roots)
         # top-level packages resolved from the roots (None: all); the rest is outside the project
         self.first_party = first_party
+        self.ambiguous: set[str] = set()  # top-level packages found under more than one root
         # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
         # not exist -> None.  A memoized result is valid while all of these still hold.
         self.touched: dict[str, tuple | None] = {}
@@ -272,6 +273,10 @@ class Project:
             self._root_set.add(root)
             self.roots.append(root)
         st = FileState(path=path, root=root, module=mod, is_package=path.endswith(os.sep + "__init__.py"))
+        known = self.by_module.get(mod)
+        if known is not None and known.path != path:
+            # two checked folders hold a package of the same name: imports of it are ambiguous
+            self.ambiguous.add(mod.split(".", 1)[0])
         if mod and mod not in self.by_module:
             self.by_module[mod] = st
         return st
@@ -371,6 +376,9 @@ class Project:
         except SyntaxError as e:
             st.syntax_error = (e.msg or "invalid syntax", e.lineno or 1, (e.offset or 1) - 1)
             self.cache.put_summary(st.digest, ("syntax", st.syntax_error))
+        except (RecursionError, MemoryError):  # nesting too deep for the parser (as CPython's own)
+            st.syntax_error = ("too many nested parentheses or operators to parse", 1, 0)
+            self.cache.put_summary(st.digest, ("syntax", st.syntax_error))
         return st.summary
 
     def _apply_cached(self, st: FileState, cached) -> dict | None:
@@ -383,6 +391,8 @@ class Project:
 
     # -- SummarySource -------------------------------------------------------------------------
     def _find(self, module: str) -> FileState | None:
+        if module.split(".", 1)[0] in self.ambiguous:
+            return None
         if module in self.by_module:
             return self.by_module[module]
         found = None
@@ -398,11 +408,13 @@ class Project:
                 for cand, is_pkg in ((os.path.join(root, rel + ".py"), False),
                                      (os.path.join(root, rel, "__init__.py"), True)):
                     if os.path.isfile(cand):
+                        if found is not None and found.path != cand:
+                            self.ambiguous.add(module.split(".", 1)[0])  # in two roots: which one wins?
+                            self.by_module[module] = None
+                            return None
                         found = FileState(path=cand, root=root, module=module, is_package=is_pkg)
                         break
                     self.touched.setdefault(cand, None)  # a file added here later changes resolution
-                if found:
-                    break
         self.by_module[module] = found
         return found
 
@@ -457,4 +469,12 @@ def discover(paths: list[Path], exclude: list[str], include_explicit: bool = Tru
         elif os.path.exists(sp) or os.path.islink(sp):
             if include_explicit or not excluded(sp):
                 out.setdefault(sp, sp)
-    return [out[k] for k in sorted(out)], errors
+    # one file reached through several names (a symbolic link beside its target): check and fix
+    # it once, under a name that is not a link when there is one
+    by_real: dict[str, str] = {}
+    for k in sorted(out):
+        real = os.path.realpath(k)
+        kept = by_real.get(real)
+        if kept is None or (os.path.islink(kept) and not os.path.islink(k)):
+            by_real[real] = k
+    return sorted(by_real.values()), errors

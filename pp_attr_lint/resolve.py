@@ -64,6 +64,7 @@ class Resolver:
         self._mro: dict[ClassKey, Any] = {}
         self._lookup_memo: dict[tuple[str, str], Any] = {}
         self._registry: dict[str, dict[str, tuple[str, str]] | None] = {}
+        self._memo: dict[tuple, Any] = {}
 
     # -- names ---------------------------------------------------------------------------------
     def _abs_module(self, module: str, target: str, level: int) -> str | None:
@@ -101,6 +102,12 @@ class Resolver:
         s = self.src.summary(module)
         if s is None:
             return None
+        if name in s.get("rebound", ()):
+            return None  # bound twice at module level: which binding wins depends on the run
+        if (name in s["classes"] or name in s["functions"] or name in s["imports"] or name in s["aliases"]) and any(
+            self._star_may_bind(module, target, level, name, depth) for target, level in s.get("star_imports", [])
+        ):
+            return None  # a `from m import *` may rebind it
         if name in s["classes"]:
             return ("class", module, name)
         if name in s["functions"]:
@@ -128,15 +135,28 @@ class Resolver:
             return ("external", f"{absm}.{attr}")
         if name in s["aliases"]:
             return self.resolve_dotted(module, s["aliases"][name], depth + 1)
+        star_found = []
         for target, level in s.get("star_imports", []):
             absm = self._abs_module(module, target, level)
             if absm and self.src.summary(absm) is not None:
                 found = self.lookup(absm, name, depth + 1)
                 if found is not None:
-                    return found
+                    star_found.append(found)
+        if star_found:
+            # several `from m import *` that all provide the name: the last one wins at run time,
+            # unless they agree, stay silent
+            return star_found[0] if all(f == star_found[0] for f in star_found) else None
         if name in ("object",) and name not in s["functions"]:
             return ("external", "builtins.object")
         return None
+
+    def _star_may_bind(self, module: str, target: str, level: int, name: str, depth: int) -> bool:
+        absm = self._abs_module(module, target, level)
+        if absm is None:
+            return True
+        if self.src.summary(absm) is None:
+            return not self._known_external(f"{absm}.{name}") and absm.split(".")[0] == module.split(".")[0]
+        return self.lookup(absm, name, depth + 1) is not None
 
     def _in_project_namespace(self, module: str) -> bool:
         """A module missing from the project whose package is in it is *not* external."""
@@ -167,7 +187,7 @@ class Resolver:
                 sym = ("external", f"{sym[1]}.{part}")
             else:
                 return None
-        if sym is not None and sym[0] == "class" and self._known_external(f"{sym[1]}.{sym[2]}"):
+        if sym is not None and sym[0] == "class" and self._known_external(f"{sym[1]}.{sym[2]}", exact=True):
             # torch.nn.Module and friends stay what the rule says they are even when their
             # source is in the project (a --src that holds site-packages, a vendored copy)
             return ("external", f"{sym[1]}.{sym[2]}")
@@ -188,7 +208,12 @@ class Resolver:
         return s["classes"][key[1]]
 
     # -- MRO -----------------------------------------------------------------------------------
-    def _known_external(self, qualified: str) -> bool:
+    def _known_external(self, qualified: str, exact: bool = False) -> bool:
+        """Whether ``qualified`` is a base the rule declares attribute-less.  ``exact``: only
+        patterns without wildcards (a project class that merely matches ``Supports*`` is read from
+        its source instead)."""
+        if exact:
+            return qualified in self.settings.attributeless_bases
         return any(fnmatch.fnmatchcase(qualified, pat) for pat in self.settings.attributeless_bases)
 
     def mro(self, key: ClassKey) -> list:
@@ -247,6 +272,19 @@ class Resolver:
 
     # -- __init__ chains -----------------------------------------------------------------------
     def executed_inits(self, key: ClassKey) -> list[tuple[ClassKey, dict]]:
+        """Memoized :meth:`_executed_inits`."""
+        memo = self._memo.get(("inits", key))
+        if memo is None:
+            try:
+                memo = self._executed_inits(key)
+            except Unresolved as e:
+                memo = e
+            self._memo[("inits", key)] = memo
+        if isinstance(memo, Unresolved):
+            raise memo
+        return memo
+
+    def _executed_inits(self, key: ClassKey) -> list[tuple[ClassKey, dict]]:
         """The ``__init__`` methods that run when ``key`` is instantiated, in call order.
 
         Returns ``[(defining_class, method_scope), ...]``.  Raises :class:`Unresolved` when a call
@@ -315,13 +353,28 @@ class Resolver:
         ``"present"`` when some code may set or declare it, ``"unknown"`` when that cannot be told
         (``__getattr__``, ``setattr`` with a computed name, ``self.__dict__`` writes).
         Raises :class:`Unresolved` when the class or its ``__init__`` chain cannot be resolved."""
+        memo = self._memo.get(("status", key, attr))
+        if memo is None:
+            try:
+                memo = self._attribute_status(key, attr)
+            except Unresolved as e:
+                memo = e
+            self._memo[("status", key, attr)] = memo
+        if isinstance(memo, Unresolved):
+            raise memo
+        return memo
+
+    def _attribute_status(self, key: ClassKey, attr: str) -> str:
         self.check_resolved(key)
-        executed = {id(scope) for _, scope in self.executed_inits(key)}
+        inits = self.executed_inits(key)
+        if any(scope.get("passes_self") for _, scope in inits):
+            return "unknown"  # `helper(self)` in an executed __init__ may set anything on it
+        executed = {id(scope) for _, scope in inits}
         for entry in self.mro(key):
             if entry[0] == EXTERNAL:
                 continue
             rec = self.class_record(entry)
-            for special in ("__getattr__", "__getattribute__", "__setattr__", "__slots__", "__dict__"):
+            for special in ("__getattr__", "__getattribute__", "__setattr__", "__slots__", "__dict__", "__new__"):
                 if special in rec["methods"] or special in rec["body_names"]:
                     return "unknown"
             if attr in rec["body_names"] or attr in rec["properties"] or attr in rec["annotations"]:
@@ -361,6 +414,15 @@ class Resolver:
         plus a class-level annotation.  ``None`` when any of them is not a resolvable class."""
         if depth > 8:
             return None
+        mkey = ("attr", key, attr)
+        if mkey in self._memo:
+            return self._memo[mkey]
+        self._memo[mkey] = None  # cycle guard
+        result = self._attr_candidates(key, attr, depth)
+        self._memo[mkey] = result
+        return result
+
+    def _attr_candidates(self, key: ClassKey, attr: str, depth: int) -> tuple[set[ClassKey], list[Where]] | None:
         try:
             mro = self.mro(key)
         except Unresolved:
@@ -408,6 +470,10 @@ class Resolver:
         """Classes an assigned value may be an instance of (see :mod:`pp_attr_lint.index` for
         value descriptors).  ``None`` when unresolved."""
         kind = desc[0]
+        if kind in ("call", "ann") and scope is not None:
+            head = desc[1].split(".", 1)[0]
+            if head in scope["locals"] or (kind == "call" and head in scope["params"]):
+                return None  # `Cls = Other` inside the function shadows the module's class
         if kind == "call":
             callee, kwargs = desc[1], desc[2]
             fac = self._factory(module, callee)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import os
 import stat
@@ -56,8 +57,11 @@ def write_source_atomic(path: Path, text: str, original: SourceFile) -> None:
     target replaced.  Raises ``OSError`` (nothing is changed then) or ``UnicodeEncodeError``.
     """
     target = Path(os.path.realpath(path))
-    atomic_write_bytes(target, text.encode(original.encoding), mode=stat.S_IMODE(os.stat(target).st_mode),
-                       durable=True)
+    mode = stat.S_IMODE(os.stat(target).st_mode)
+    if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
+        # replacing it by rename would succeed in a writable folder; a plain write would not
+        raise PermissionError(errno.EACCES, "file is read-only", str(path))
+    atomic_write_bytes(target, text.encode(original.encoding), mode=mode, durable=True)
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable: bool = False) -> None:
