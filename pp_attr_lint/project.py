@@ -452,6 +452,8 @@ def discover(paths: list[Path], exclude: list[str], include_explicit: bool = Tru
                    or fnmatch.fnmatchcase(p, "*/" + pat.lstrip("/")) for pat in globs)
 
     out: dict[str, str] = {}
+    links: set[str] = set()  # walked files that are symbolic links
+    named: set[str] = set()  # files named on the command line
     errors: list[str] = []
     for p in paths:
         sp = os.path.abspath(p)
@@ -466,15 +468,24 @@ def discover(paths: list[Path], exclude: list[str], include_explicit: bool = Tru
                         full = os.path.join(dirpath, fn)
                         if not excluded(full):
                             out.setdefault(full, full)
+                            if os.path.islink(full):
+                                links.add(full)
         elif os.path.exists(sp) or os.path.islink(sp):
             if include_explicit or not excluded(sp):
                 out.setdefault(sp, sp)
+                named.add(sp)
     # one file reached through several names (a symbolic link beside its target): check and fix
     # it once, under a name that is not a link when there is one
-    by_real: dict[str, str] = {}
+    # (os.path.realpath costs a stat per path component, so only links and named paths pay for it)
+    result = set(out)
     for k in sorted(out):
-        real = os.path.realpath(k)
-        kept = by_real.get(real)
-        if kept is None or (os.path.islink(kept) and not os.path.islink(k)):
-            by_real[real] = k
-    return sorted(by_real.values()), errors
+        if k in links or k in named:
+            real = os.path.realpath(k)
+            if real != k and real in result:
+                result.discard(k)  # its target is checked under its own name
+            elif real != k:
+                for other in [o for o in result if o != k and (o in links or o in named)]:
+                    if os.path.realpath(other) == real:
+                        result.discard(k if os.path.islink(k) else other)
+                        break
+    return sorted(result), errors
