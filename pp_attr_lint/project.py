@@ -255,6 +255,7 @@ class Project:
         # top-level packages resolved from the roots (None: all); the rest is outside the project
         self.first_party = first_party
         self.ambiguous: set[str] = set()  # top-level packages found under more than one root
+        self.checked_roots: set[str] = set()  # roots of the checked files (not --src, not --as-module)
         # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
         # not exist -> None.  A memoized result is valid while all of these still hold.
         self.touched: dict[str, tuple | None] = {}
@@ -272,6 +273,8 @@ class Project:
         if root not in self._root_set:
             self._root_set.add(root)
             self.roots.append(root)
+        if module is None:
+            self.checked_roots.add(root)
         st = FileState(path=path, root=root, module=mod, is_package=path.endswith(os.sep + "__init__.py"))
         known = self.by_module.get(mod)
         if known is not None and known.path != path:
@@ -429,6 +432,10 @@ class Project:
     def path(self, module: str) -> str | None:
         st = self._find(module)
         return None if st is None else st.path
+
+    def in_checked_root(self, module: str) -> bool:
+        st = self._find(module)
+        return st is not None and st.root in self.checked_roots
 
 
 def discover(paths: list[Path], exclude: list[str], include_explicit: bool = True) -> tuple[list[str], list[str]]:

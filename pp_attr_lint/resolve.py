@@ -41,6 +41,9 @@ class SummarySource(Protocol):
     def path(self, module: str) -> str | None:  # pragma: no cover - protocol
         """The file of ``module``."""
 
+    def in_checked_root(self, module: str) -> bool:  # pragma: no cover - protocol
+        """Whether ``module`` lies in the folder of a checked file's top package."""
+
 
 @dataclass
 class Where:
@@ -187,9 +190,15 @@ class Resolver:
                 sym = ("external", f"{sym[1]}.{part}")
             else:
                 return None
-        if sym is not None and sym[0] == "class" and self._known_external(f"{sym[1]}.{sym[2]}", exact=True):
-            # torch.nn.Module and friends stay what the rule says they are even when their
-            # source is in the project (a --src that holds site-packages, a vendored copy)
+        if (
+            sym is not None
+            and sym[0] == "class"
+            and self._known_external(f"{sym[1]}.{sym[2]}", exact=True)
+            and not self.src.in_checked_root(sym[1])
+        ):
+            # torch.nn.Module and friends stay what the rule says they are when their source is
+            # only reachable through --src (a site-packages folder); a copy that sits beside the
+            # checked code is read like the rest of it
             return ("external", f"{sym[1]}.{sym[2]}")
         return sym
 
