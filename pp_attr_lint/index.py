@@ -345,6 +345,8 @@ class _Summarizer:
         }
         for stmt in fn.body:
             self._walk_fn(stmt, scope, cls, fn.name)
+        if fn.name == "__new__" and cls is not None:
+            scope["new_benign"] = _new_is_benign(fn, self.attrs)
         return scope
 
     def _walk_fn(self, node: ast.AST, scope: dict, cls: str | None, fname: str) -> None:
@@ -628,6 +630,47 @@ _SELF_SAFE_CALLS = frozenset({
     "super", "isinstance", "issubclass", "hasattr", "getattr", "setattr", "delattr", "type", "id", "len", "repr", "str",
     "print", "hash", "bool", "callable", "format", "iter", "next", "list", "tuple", "dict", "set",
 })
+
+
+def _is_super_new(v: ast.AST | None) -> bool:
+    """``super().__new__(cls)`` or ``object.__new__(cls)``."""
+    if not (isinstance(v, ast.Call) and isinstance(v.func, ast.Attribute) and v.func.attr == "__new__"):
+        return False
+    target = v.func.value
+    return (isinstance(target, ast.Call) and isinstance(target.func, ast.Name) and target.func.id == "super") or (
+        isinstance(target, ast.Name) and target.id == "object")
+
+
+def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[str]) -> bool:
+    """Whether a ``__new__`` only builds the instance the normal way: it returns what
+    ``super().__new__(cls)`` gave, stores none of the watched attributes, uses no ``setattr``,
+    ``exec``, ``vars`` or ``__dict__``, and hands the instance only to methods of ``cls``.
+    (vLLM's ``SupportsQuant.__new__`` attaches ``quant_config`` this way,
+    vllm/model_executor/models/interfaces.py.)"""
+    cls_name = (fn.args.posonlyargs + fn.args.args)[0].arg if (fn.args.posonlyargs + fn.args.args) else "cls"
+    instances = {
+        t.id for sub in ast.walk(fn) if isinstance(sub, ast.Assign) and _is_super_new(sub.value)
+        for t in sub.targets if isinstance(t, ast.Name)
+    }
+    returns = 0
+    for sub in ast.walk(fn):
+        if isinstance(sub, ast.Return):
+            returns += 1
+            v = sub.value
+            if not ((isinstance(v, ast.Name) and v.id in instances) or _is_super_new(v)):
+                return False
+        elif isinstance(sub, ast.Attribute) and (sub.attr == "__dict__" or (
+                sub.attr in attrs and isinstance(sub.ctx, ast.Store))):
+            return False
+        elif isinstance(sub, ast.Call):
+            f = sub.func
+            if isinstance(f, ast.Name) and f.id in ("setattr", "exec", "eval", "vars"):
+                return False
+            passes = any(isinstance(a, ast.Name) and a.id in instances
+                         for a in [*sub.args, *(k.value for k in sub.keywords)])
+            if passes and not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == cls_name):
+                return False
+    return returns > 0
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:

@@ -383,9 +383,12 @@ class Resolver:
             if entry[0] == EXTERNAL:
                 continue
             rec = self.class_record(entry)
-            for special in ("__getattr__", "__getattribute__", "__setattr__", "__slots__", "__dict__", "__new__"):
+            for special in ("__getattr__", "__getattribute__", "__setattr__", "__slots__", "__dict__"):
                 if special in rec["methods"] or special in rec["body_names"]:
                     return "unknown"
+            new = rec["methods"].get("__new__")
+            if (new is not None and not new.get("new_benign")) or (new is None and "__new__" in rec["body_names"]):
+                return "unknown"  # a __new__ that may set the attribute or return another object
             if attr in rec["body_names"] or attr in rec["properties"] or attr in rec["annotations"]:
                 return "present"
             for mname, scope in rec["methods"].items():

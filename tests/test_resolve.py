@@ -211,8 +211,17 @@ def test_init_calling_a_non_base_is_unresolved(tmp_path, settings):
     ("def __init__(self):\n    super().__init__()\n    setattr(self, 'start_layer', 0)", "present"),
     ("def load(self):\n    self.start_layer = 0", "present"),
     ("def __init__(self):\n    super().__init__()\n    self.x = 0", "absent"),
+    # vLLM 0.32's SupportsQuant.__new__ (vllm/model_executor/models/interfaces.py): attaches another
+    # attribute and hands the instance to a classmethod only
+    ("def __new__(cls, *args, **kwargs):\n    instance = super().__new__(cls)\n"
+     "    instance.quant_config = None\n    cls._mapping(instance)\n    return instance", "absent"),
+    ("def __new__(cls, *a, **k):\n    o = super().__new__(cls)\n    o.start_layer = 0\n    return o", "unknown"),
+    ("def __new__(cls, *a, **k):\n    return object()", "unknown"),
+    ("def __new__(cls, *a, **k):\n    o = super().__new__(cls)\n    helper(o)\n    return o", "unknown"),
+    ("def __init__(self):\n    super().__init__()\n    init_range(self)", "unknown"),
 ], ids=["getattr", "setattr-computed", "dict-update", "class-attr", "annotation", "property",
-        "setattr-literal", "other-method", "plain"])
+        "setattr-literal", "other-method", "plain", "new-benign", "new-sets", "new-other", "new-helper",
+        "init-passes-self"])
 def test_attribute_status_class_shapes(tmp_path, settings, body, status):
     source = "from torch import nn\n\nclass W(nn.Module):\n" + textwrap.indent(body, "    ") + "\n"
     r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": source})
