@@ -468,15 +468,25 @@ def discover(paths: list[Path], exclude: list[str], include_explicit: bool = Tru
             errors.append(f"{p}: No such file or directory")
             continue
         if os.path.isdir(sp):
-            for dirpath, dirnames, filenames in os.walk(sp, followlinks=False):
-                dirnames[:] = sorted(d for d in dirnames if not excluded(os.path.join(dirpath, d)))
-                for fn in filenames:
-                    if fn.endswith(".py"):
-                        full = os.path.join(dirpath, fn)
-                        if not excluded(full):
-                            out.setdefault(full, full)
-                            if os.path.islink(full):
-                                links.add(full)
+            stack = [sp]
+            while stack:  # os.scandir: file types and links come with the listing, no stat per file
+                d = stack.pop()
+                try:
+                    entries = list(os.scandir(d))
+                except OSError:
+                    continue  # an unreadable folder is skipped, like os.walk does
+                for e in entries:
+                    if excluded(e.path):
+                        continue
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            stack.append(e.path)  # links to folders are not followed: no loops
+                        elif e.name.endswith(".py"):
+                            out.setdefault(e.path, e.path)
+                            if e.is_symlink():
+                                links.add(e.path)
+                    except OSError:
+                        continue
         elif os.path.exists(sp) or os.path.islink(sp):
             if include_explicit or not excluded(sp):
                 out.setdefault(sp, sp)
