@@ -8,19 +8,11 @@ the same submodule path.
 from __future__ import annotations
 
 from .checker import display_path
+from .index import scopes_by_line
 from .model import Edit, Finding, Fix
 from .project import FileState, Project
 from .resolve import EXTERNAL, ClassKey, Resolver, Unresolved, Where
 from .rules import Rule
-
-
-def _scope_of(summary: dict | None, cls: str | None, line: int) -> dict | None:
-    """The method of ``cls`` (or module function) whose ``def`` is at ``line``."""
-    if summary is None:
-        return None
-    scopes = summary["classes"][cls]["methods"].values() if cls in summary["classes"] else (
-        summary["functions"].values() if cls is None else ())
-    return next((s for s in scopes if s["line"] == line), None)
 
 
 def _where(w: Where) -> str:
@@ -160,7 +152,7 @@ class RuleRunner:
                     result = True
                     break
                 continue
-            scope = _scope_of(st.summary, cls, fline)
+            scope = scopes_by_line(st.summary).get((cls, fline))
             got = None if scope is None else r.chain_candidates(
                 tuple(chain), st.module, (st.module, cls) if cls else None, scope)
             if got is None:

@@ -20,12 +20,10 @@ from .rules import Rule
 
 @dataclass
 class CheckResult:
-    """What a check produced: findings (sorted), how many files were checked / read / parsed."""
+    """What a check produced: findings (sorted), how many files were checked, their sources."""
 
     findings: list[Finding]
     files_checked: int
-    files_read: int = 0
-    files_parsed: int = 0
     sources: dict[str, str] = field(default_factory=dict)  # path -> text, for files with findings
 
 
@@ -60,21 +58,6 @@ def noqa_map(text: str) -> dict[int, set[str]]:
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return {}
     return out
-
-
-def noqa_codes(text: str, row: int) -> set[str] | None:
-    """The codes a ``# noqa`` comment on line ``row`` suppresses, or ``None`` (see :func:`noqa_map`)."""
-    return noqa_map(text).get(row)
-
-
-def _scopes(summary: dict) -> dict:
-    scopes = {}
-    for cname, crec in summary["classes"].items():
-        for scope in crec["methods"].values():
-            scopes[(cname, scope["line"])] = scope
-    for scope in summary["functions"].values():
-        scopes[(None, scope["line"])] = scope
-    return scopes
 
 
 def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path] = (),
@@ -112,12 +95,10 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     memo = cache.memo(memo_key)
     if memo is not None and unchanged(memo["touched"]):
         raw = [finding_from_dict(d) for d in memo["findings"]]
-        read = parsed = 0
     else:
-        project, raw = _analyze(paths, rules, cache, src, as_module, explicit)
-        cache.put_memo(memo_key, {"touched": project.touched, "findings": [finding_to_dict(f) for f in raw]})
+        touched, raw = _analyze(paths, rules, cache, src, as_module, explicit)
+        cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw]})
         cache.flush()
-        read, parsed = project.read_files, project.parsed_files
     findings: list[Finding] = []
     sources: dict[str, str] = {}
     noqa: dict[str, dict[int, set[str]]] = {}
@@ -137,27 +118,12 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
             continue
         findings.append(f)
     findings.sort(key=Finding.sort_key)
-    return CheckResult(findings=findings, files_checked=len(paths), files_read=read, files_parsed=parsed,
-                       sources=sources)
-
-
-class _Totals:
-    """What several per-root projects touched, read and parsed, together."""
-
-    def __init__(self) -> None:
-        self.touched: dict = {}
-        self.read_files = 0
-        self.parsed_files = 0
-
-    def add(self, project: Project) -> None:
-        self.touched.update(project.touched)
-        self.read_files += project.read_files
-        self.parsed_files += project.parsed_files
+    return CheckResult(findings=findings, files_checked=len(paths), sources=sources)
 
 
 def _analyze(paths, rules, cache, src, as_module, explicit):
-    """Run the rules over ``paths``: what the run depended on (``touched``) and raw findings,
-    before per-file ignores and noqa.
+    """Run the rules over ``paths``: what the run depended on (``{path: (mtime_ns, size) or None}``)
+    and raw findings, before per-file ignores and noqa.
 
     Files are grouped by the folder that holds their top package, and each group is resolved in
     its own project (that folder plus ``src``), as Python would run it: two trees that hold a
@@ -165,7 +131,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit):
     from .project import package_root
 
     attrs = frozenset(a for r in rules for a in r.attributes)
-    totals = _Totals()
+    touched: dict = {}
     findings: list[Finding] = []
     if as_module:
         roots = list(src) + _module_roots(as_module, src)
@@ -173,20 +139,20 @@ def _analyze(paths, rules, cache, src, as_module, explicit):
         # not everything else in the folder that holds it (torch, transformers in site-packages)
         project = Project(roots, attrs, cache, first_party={as_module.split(".")[0]})
         findings += _analyze_group(project, [project.file_state(p, as_module) for p in paths], rules, explicit)
-        totals.add(project)
-        return totals, findings
+        return project.touched, findings
     groups: dict[str, list[str]] = {}
     for p in paths:
         groups.setdefault(package_root(p)[0], []).append(p)
     for root, group in groups.items():
         project = Project([root, *src], attrs, cache)
         findings += _analyze_group(project, [project.file_state(p) for p in group], rules, explicit)
-        totals.add(project)
-    return totals, findings
+        touched.update(project.touched)
+    return touched, findings
 
 
 def _analyze_group(project: Project, states: list, rules, explicit) -> list[Finding]:
     from .analysis import RuleRunner
+    from .index import scopes_by_line
 
     findings: list[Finding] = []
     checked = []
@@ -213,7 +179,7 @@ def _analyze_group(project: Project, states: list, rules, explicit) -> list[Find
         summary = st.summary
         if not summary["reads"]:  # type: ignore[index]
             continue
-        scopes = _scopes(summary)  # type: ignore[arg-type]
+        scopes = scopes_by_line(summary)  # type: ignore[arg-type]
         for read in summary["reads"]:  # type: ignore[index]
             for runner in runners:
                 if read["attr"] in runner.rule.attributes:

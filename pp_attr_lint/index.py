@@ -444,15 +444,7 @@ class _Summarizer:
             # `self.lm.start_layer = ...`: the attribute is put on another object from outside
             self.summary["stores"].append((ref_chain(t.value), t.attr, self._cls, scope["line"]))
         if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self_name and self_name:
-            if isinstance(stmt, ast.AugAssign):
-                descs = [UNKNOWN]
-            elif annotation is not None and annotation_name(annotation) is not None and value is None:
-                descs = [("ann", annotation_name(annotation))]
-            elif annotation is not None and annotation_name(annotation) is not None:
-                descs = [("ann", annotation_name(annotation))]
-            else:
-                descs = value_descriptors(value)
-            scope["assigns"].setdefault(t.attr, []).append((t.lineno, descs))
+            scope["assigns"].setdefault(t.attr, []).append((t.lineno, _target_descs(stmt, value, annotation)))
         elif isinstance(t, (ast.Tuple, ast.List)):
             # `self.start_layer, self.end_layer, self.layers = make_layers(...)`
             for elt in t.elts:
@@ -460,13 +452,7 @@ class _Summarizer:
                     elt = elt.value
                 self._record_target(elt, None, scope, stmt)
         elif isinstance(t, ast.Name):
-            if isinstance(stmt, ast.AugAssign):
-                descs = [UNKNOWN]
-            elif annotation is not None and annotation_name(annotation) is not None:
-                descs = [("ann", annotation_name(annotation))]
-            else:
-                descs = value_descriptors(value)
-            scope["locals"].setdefault(t.id, []).extend(descs)
+            scope["locals"].setdefault(t.id, []).extend(_target_descs(stmt, value, annotation))
         elif isinstance(t, ast.Starred):
             self._record_target(t.value, None, scope, stmt)
 
@@ -630,6 +616,26 @@ _SELF_SAFE_CALLS = frozenset({
     "super", "isinstance", "issubclass", "hasattr", "getattr", "setattr", "delattr", "type", "id", "len", "repr", "str",
     "print", "hash", "bool", "callable", "format", "iter", "next", "list", "tuple", "dict", "set",
 })
+
+
+def _target_descs(stmt: ast.AST, value: ast.AST | None, annotation: ast.AST | None) -> list[tuple]:
+    """Value descriptors of one assignment target: unknown for ``x += ...``, the annotated class
+    for ``x: Cls = ...``, else what the value may be."""
+    if isinstance(stmt, ast.AugAssign):
+        return [UNKNOWN]
+    ann = annotation_name(annotation)
+    return [("ann", ann)] if ann is not None else value_descriptors(value)
+
+
+def scopes_by_line(summary: dict) -> dict[tuple[str | None, int], dict]:
+    """``(class name or None, line of the def)`` -> the method's or module function's scope."""
+    scopes = {}
+    for cname, crec in summary["classes"].items():
+        for scope in crec["methods"].values():
+            scopes[(cname, scope["line"])] = scope
+    for scope in summary["functions"].values():
+        scopes[(None, scope["line"])] = scope
+    return scopes
 
 
 def _is_super_new(v: ast.AST | None) -> bool:

@@ -149,7 +149,7 @@ class Resolver:
             # several `from m import *` that all provide the name: the last one wins at run time,
             # unless they agree, stay silent
             return star_found[0] if all(f == star_found[0] for f in star_found) else None
-        if name in ("object",) and name not in s["functions"]:
+        if name == "object":
             return ("external", "builtins.object")
         return None
 
