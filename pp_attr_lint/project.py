@@ -259,8 +259,6 @@ class Project:
         # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
         # not exist -> None.  A memoized result is valid while all of these still hold.
         self.touched: dict[str, tuple | None] = {}
-        self.read_files = 0
-        self.parsed_files = 0
 
     # -- files ---------------------------------------------------------------------------------
     def file_state(self, path: str, module: str | None = None) -> FileState:
@@ -298,7 +296,6 @@ class Project:
         except OSError as e:
             st.error = f"cannot read file: {e.strerror or e}"
             return None
-        self.read_files += 1
         return data
 
     def _decode(self, st: FileState, data: bytes) -> str | None:
@@ -312,27 +309,39 @@ class Project:
             st.error = f"cannot decode file: {e.msg}"
         return None
 
-    def prefilter_hit(self, st: FileState) -> bool:
-        """Whether ``st`` can hold a watched read, from the stat index when unchanged."""
-        idx = self.cache.stat_index(st.root)
-        rel = _rel(st)
+    def _indexed(self, st: FileState) -> tuple | None:
+        """The stat-index entry ``(mtime_ns, size, digest, hit)`` of ``st`` when the file is
+        unchanged since it was recorded; the file's stat key goes into ``touched`` either way."""
         key = self._stat_key(st)
         self.touched[st.path] = key
-        entry = idx.get(rel)
+        entry = self.cache.stat_index(st.root).get(_rel(st))
         if key is not None and entry is not None and tuple(entry[:2]) == key:
+            return entry
+        return None
+
+    def _record(self, st: FileState, data: bytes) -> None:
+        """Hash and prefilter ``data`` (the file's bytes) and remember both in the stat index."""
+        st.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        st.hit = self.prefilter(data)
+        key = self._stat_key(st)
+        self.touched[st.path] = key
+        if key is not None:
+            self.cache.stat_index(st.root)[_rel(st)] = (key[0], key[1], st.digest, st.hit)
+            self.cache.mark(st.root)
+
+    def prefilter_hit(self, st: FileState) -> bool:
+        """Whether ``st`` can hold a watched read, from the stat index when unchanged."""
+        entry = self._indexed(st)
+        if entry is not None:
             st.digest, st.hit = entry[2], entry[3]
             return bool(st.hit)
         data = self._read(st)
         if data is None:
             return True  # report the read error as a diagnostic
-        st.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        st.hit = self.prefilter(data)
-        if key is not None:
-            idx[rel] = (key[0], key[1], st.digest, st.hit)
-            self.cache.mark(st.root)
+        self._record(st, data)
         if st.hit:
             st._data = data  # type: ignore[attr-defined]
-        return st.hit
+        return bool(st.hit)
 
     def load(self, st: FileState) -> dict | None:
         """Summarize ``st`` (from the cache when its content hash is known); ``None`` on an error,
@@ -340,36 +349,22 @@ class Project:
         if st.summary is not None or st.error or st.syntax_error:
             return st.summary
         data = getattr(st, "_data", None)
-        if st.digest is None or data is None:
-            if st.digest is None:
-                key = self._stat_key(st)
-                self.touched[st.path] = key
-                idx = self.cache.stat_index(st.root)
-                entry = idx.get(_rel(st))
-                if key is not None and entry is not None and tuple(entry[:2]) == key:
-                    st.digest = entry[2]
-            if st.digest is not None:
-                cached = self.cache.summary(st.digest)
-                if cached is not None:
-                    return self._apply_cached(st, cached)
-            data = self._read(st)
-            if data is None:
-                return None
-            st.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-            key = self._stat_key(st)
-            self.touched[st.path] = key
-            if key is not None:
-                self.cache.stat_index(st.root)[_rel(st)] = (
-                    key[0], key[1], st.digest, self.prefilter(data))
-                self.cache.mark(st.root)
-        else:
+        if data is None and st.digest is None:
+            entry = self._indexed(st)
+            if entry is not None:
+                st.digest = entry[2]
+        if st.digest is not None:
             cached = self.cache.summary(st.digest)
             if cached is not None:
                 return self._apply_cached(st, cached)
+        if data is None:
+            data = self._read(st)
+            if data is None:
+                return None
+            self._record(st, data)
         text = self._decode(st, data)
         if text is None:
             return None
-        self.parsed_files += 1
         from .index import summarize
 
         try:
