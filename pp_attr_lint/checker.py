@@ -16,6 +16,7 @@ from pathlib import Path
 from .model import Finding
 from .project import Cache, Project
 from .rules import Rule
+from .textio import display_path  # noqa: F401  (re-exported for the CLI and reports)
 
 
 @dataclass
@@ -25,15 +26,6 @@ class CheckResult:
     findings: list[Finding]
     files_checked: int
     sources: dict[str, str] = field(default_factory=dict)  # path -> text, for files with findings
-
-
-def display_path(path: str) -> str:
-    """``path`` relative to the working directory when it is below it, else unchanged."""
-    try:
-        rel = os.path.relpath(path)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
 
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -88,8 +80,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
 
     paths = [os.path.abspath(f) for f in files]
     memo_key = hashlib.blake2b(marshal.dumps((
-        [(r.code, r.name, r.attributes, r.message, r.fix_applicability, r.fix_message, r.url, repr(r.settings))
-         for r in rules],
+        [(r.code, r.source, repr(r)) for r in rules],
         paths, [os.path.abspath(s) for s in src], as_module, sorted(explicit), os.getcwd(),
     )), digest_size=16).hexdigest()
     memo = cache.memo(memo_key)
@@ -128,31 +119,34 @@ def _analyze(paths, rules, cache, src, as_module, explicit):
     Files are grouped by the folder that holds their top package, and each group is resolved in
     its own project (that folder plus ``src``), as Python would run it: two trees that hold a
     package of the same name (two vLLM releases side by side) never resolve into each other."""
+    from .index import index_spec
     from .project import package_root
 
-    attrs = frozenset(a for r in rules for a in r.attributes)
+    spec = index_spec(rules)
     touched: dict = {}
     findings: list[Finding] = []
     if as_module:
         roots = list(src) + _module_roots(as_module, src)
         # a lone module checked as part of an installed package: only that package is first-party,
         # not everything else in the folder that holds it (torch, transformers in site-packages)
-        project = Project(roots, attrs, cache, first_party={as_module.split(".")[0]})
+        project = Project(roots, spec, cache, first_party={as_module.split(".")[0]})
         findings += _analyze_group(project, [project.file_state(p, as_module) for p in paths], rules, explicit)
         return project.touched, findings
     groups: dict[str, list[str]] = {}
     for p in paths:
         groups.setdefault(package_root(p)[0], []).append(p)
     for root, group in groups.items():
-        project = Project([root, *src], attrs, cache)
+        project = Project([root, *src], spec, cache)
         findings += _analyze_group(project, [project.file_state(p) for p in group], rules, explicit)
         touched.update(project.touched)
     return touched, findings
 
 
 def _analyze_group(project: Project, states: list, rules, explicit) -> list[Finding]:
-    from .analysis import RuleRunner
-    from .index import scopes_by_line
+    """Run every rule on every checked file of one project group, with one shared resolver."""
+    from .facts import merged_settings
+    from .plugin import FileContext
+    from .resolve import Resolver, Unresolved
 
     findings: list[Finding] = []
     checked = []
@@ -172,23 +166,15 @@ def _analyze_group(project: Project, states: list, rules, explicit) -> list[Find
             continue
         if summary is not None:
             checked.append(st)
-    # stores of watched attributes from outside the class, over every checked file, before any read
-    stores = [(st, *s) for st in checked for s in st.summary.get("stores", ())]  # type: ignore[union-attr]
-    runners = [RuleRunner(r, project, stores) for r in rules]
+    resolver = Resolver(project, merged_settings([r.settings for r in rules if r.settings is not None]))
+    shared: dict = {}
     for st in checked:
-        summary = st.summary
-        if not summary["reads"]:  # type: ignore[index]
-            continue
-        scopes = scopes_by_line(summary)  # type: ignore[arg-type]
-        for read in summary["reads"]:  # type: ignore[index]
-            for runner in runners:
-                if read["attr"] in runner.rule.attributes:
-                    try:
-                        f = runner.evaluate(st, read, scopes)
-                    except RecursionError:  # a class hierarchy or chain too deep to follow: silent
-                        f = None
-                    if f is not None:
-                        findings.append(f)
+        ctx = FileContext(file=st, project=project, resolver=resolver, checked=checked, shared=shared)
+        for rule in rules:
+            try:
+                findings.extend(rule.check(ctx))
+            except (RecursionError, Unresolved):  # too deep to follow, or not understood: silent
+                continue
     return findings
 
 

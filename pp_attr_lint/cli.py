@@ -196,8 +196,9 @@ def run_check(args) -> int:
     if not files:
         print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
-    attrs = frozenset(a for r in rules for a in r.attributes)
-    cache = Cache(cache_dir, attrs, enabled=not args.no_cache)
+    from .index import index_spec
+
+    cache = Cache(cache_dir, index_spec(rules).key, enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)
     result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
                    ignore_for=per_file_ignore(cfg))

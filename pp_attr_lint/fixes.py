@@ -1,9 +1,13 @@
-"""Fixes: apply the findings' fixes with libcst, one parse and one transformer per file.
+"""Fixes: apply the findings' fixes, one file at a time, from each finding's edits.
 
-Only the findings' receivers change (``self.language_model.start_layer`` ->
-``self.language_model.model.start_layer``); every other byte of the file is kept, including its
-encoding, BOM, line endings and permission bits.  A file whose fixed text would not parse is left
-as it is and reported.
+One mechanism for every rule: the edits of the applicable fixes (those that do not overlap an
+earlier one, as in ruff) are applied to the text, and the result is checked through libcst and ``ast`` (it
+must parse with both).  Where a rule's fix is a transformation of
+the syntax tree (the ``wrapper-attribute`` rules insert a submodule path into a receiver, which may
+be parenthesized or span lines), the transformation is made with a libcst codemod and its output
+must equal the edits' text.  Every other byte of the file is kept, including its encoding, BOM,
+line endings and permission bits.  A file whose fixed text would not parse is left as it is and
+reported.
 """
 
 from __future__ import annotations
@@ -108,45 +112,65 @@ class FileFix:
             fromfile=f"a/{display}", tofile=f"b/{display}"))
 
 
+def _overlaps(a: Edit, b: Edit) -> bool:
+    return (a.row, a.column) < (b.end_row, b.end_column) and (b.row, b.column) < (a.end_row, a.end_column) or (
+        (a.row, a.column) == (b.row, b.column))
+
+
 def fix_file(path: str, findings: list[Finding], allowed: tuple[str, ...] = ("safe",)) -> FileFix:
     """Compute the fixed text of ``path`` for ``findings`` (those whose fix applicability is in
-    ``allowed``).  Nothing is written.  Errors (unreadable file, libcst failure, fixed text that
-    does not parse) are returned in ``FileFix.error`` with ``new == old``."""
+    ``allowed``; a fix whose edits overlap an earlier finding's is left for a later run).  Nothing
+    is written.  Errors (unreadable file, libcst failure, fixed text that does not parse) are
+    returned in ``FileFix.error`` with ``new == old``."""
     try:
         src = read_source(Path(path))
     except (OSError, UnicodeDecodeError, SyntaxError) as e:
         return FileFix(path, "", "", [], error=f"cannot read: {e}")
+    chosen: list[Finding] = []
+    taken: list[Edit] = []
+    for f in sorted(findings, key=Finding.sort_key):
+        if f.fix is None or f.fix.applicability not in allowed or not f.fix.edits:
+            continue
+        if any(_overlaps(e, t) for e in f.fix.edits for t in taken):
+            continue
+        chosen.append(f)
+        taken.extend(f.fix.edits)
+    if not chosen:
+        return FileFix(path, src.text, src.text, [], source=src)
+    # the submodule-path insertions, made through libcst and checked against their edits
     targets: dict[tuple[int, int, str], list[str]] = {}
     by_key: dict[tuple[int, int, str], Finding] = {}
-    for f in findings:
-        if f.fix is None or f.fix_data is None or f.fix.applicability not in allowed:
-            continue
-        key = (f.row, f.column - 1, f.fix_data["attr"])
-        targets[key] = list(f.fix_data["path"])
-        by_key[key] = f
-    if not targets:
-        return FileFix(path, src.text, src.text, [], source=src)
-    cmd = InsertSubmodulePath(CodemodContext(filename=path), targets)
-    result = transform_module(cmd, src.text)
-    if isinstance(result, TransformFailure):
-        return FileFix(path, src.text, src.text, [], error=f"libcst could not transform the file: {result.error}", source=src)
-    assert isinstance(result, TransformSuccess)
-    new = result.code
-    expected = apply_edits(src.text, [e for f in by_key.values() for e in f.fix.edits])  # type: ignore[union-attr]
-    if new != expected:
-        tail = expected[len(expected.rstrip("\r\n")):]
-        if new + tail == expected:
-            new = expected  # libcst drops a final "\r" of CR-only files; keep the file's own ending
-        else:
+    for f in chosen:
+        if f.fix_data and "path" in f.fix_data:
+            key = (f.row, f.column - 1, f.fix_data["attr"])
+            targets[key] = list(f.fix_data["path"])
+            by_key[key] = f
+    if targets:
+        cmd = InsertSubmodulePath(CodemodContext(filename=path), targets)
+        result = transform_module(cmd, src.text)
+        if isinstance(result, TransformFailure):
+            return FileFix(path, src.text, src.text, [], error=f"libcst could not transform the file: {result.error}", source=src)
+        assert isinstance(result, TransformSuccess)
+        made = result.code
+        expected = apply_edits(src.text, [e for f in by_key.values() for e in f.fix.edits])  # type: ignore[union-attr]
+        if made != expected and made + expected[len(expected.rstrip("\r\n")):] != expected:
+            # (libcst drops a final "\r" of CR-only files; the file's own ending is kept below)
             return FileFix(path, src.text, src.text, [], source=src,
                            error="libcst's output differs from the finding's edits in more than the "
                                  "inserted text; file left unchanged")
+        unapplied = set(targets) - cmd.applied
+        chosen = [f for f in chosen if not (f.fix_data and "path" in f.fix_data)
+                  or (f.row, f.column - 1, f.fix_data["attr"]) not in unapplied]
+    new = apply_edits(src.text, [e for f in chosen for e in f.fix.edits])  # type: ignore[union-attr]
     try:
         ast.parse(new)
     except SyntaxError as e:  # never write text that does not parse
         return FileFix(path, src.text, src.text, [], error=f"fixed text would not parse ({e.msg}); file left unchanged", source=src)
-    fixed = [by_key[k] for k in sorted(cmd.applied)]
-    return FileFix(path, src.text, new, fixed, source=src)
+    try:
+        cst.parse_module(new)
+    except cst.ParserSyntaxError:
+        return FileFix(path, src.text, src.text, [], error="libcst cannot read the fixed text back; file left unchanged", source=src)
+    return FileFix(path, src.text, new, chosen, source=src)
 
 
 def write_fix(ff: FileFix) -> None:

@@ -30,7 +30,10 @@ they are converted here so that they match libcst and ruff's JSON).
 from __future__ import annotations
 
 import ast
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from .plugin import LineIndex
 
 UNKNOWN = ("unknown",)
 NONE = ("none",)
@@ -111,20 +114,6 @@ def annotation_name(node: ast.AST | None) -> str | None:
     return dotted_name(node)
 
 
-class _LineIndex:
-    """Converts ``ast`` byte columns to character columns, line by line, lazily."""
-
-    def __init__(self, source: str):
-        self.lines = source.splitlines(keepends=True)
-        self._ascii = [ln.isascii() for ln in self.lines]
-
-    def col(self, lineno: int, byte_col: int) -> int:
-        i = lineno - 1
-        if i >= len(self.lines) or self._ascii[i]:
-            return byte_col
-        return len(self.lines[i].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
-
-
 def _is_super_init(call: ast.Call) -> tuple | None:
     """Classify ``super().__init__(...)``, ``super(P, self).__init__(...)`` and ``B.__init__(self, ...)``."""
     func = call.func
@@ -146,7 +135,7 @@ def _is_super_init(call: ast.Call) -> tuple | None:
 class _Summarizer:
     def __init__(self, source: str, attrs: frozenset[str]):
         self.attrs = attrs
-        self.lines = _LineIndex(source)
+        self.lines = LineIndex(source)
         self._guarded: dict[tuple, set[int]] = {}
         self.summary: dict[str, Any] = {
             "imports": {},
@@ -730,23 +719,59 @@ def _sub_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
     return bodies
 
 
-def summarize(source: str, attrs: frozenset[str], filename: str = "<unknown>") -> dict[str, Any]:
+@dataclass(frozen=True)
+class IndexSpec:
+    """What the enabled rules ask of the index: the attribute names whose reads are recorded, the
+    prefilter's needles (see :func:`pp_attr_lint.project.make_prefilter`), and the rules' own
+    collectors ``(code, collect)``; ``key`` names all of it for the cache."""
+
+    attrs: frozenset[str]
+    needles: tuple[str, ...] = ()
+    collectors: tuple[tuple[str, Callable], ...] = ()
+    key: str = ""
+
+
+def index_spec(rules) -> IndexSpec:
+    """The :class:`IndexSpec` of ``rules`` (:class:`pp_attr_lint.plugin.Rule` instances)."""
+    from .plugin import Rule
+
+    attrs = frozenset(a for r in rules for a in r.attributes)
+    needles = tuple(sorted({n for r in rules for n in r.needles}))
+    collectors = tuple((r.code, r.collect) for r in rules if type(r).collect is not Rule.collect)
+    key = "|".join([",".join(sorted(attrs)), ",".join(needles),
+                    ",".join(f"{r.code}:{r.version}" for r in rules if type(r).collect is not Rule.collect)])
+    return IndexSpec(attrs, needles, collectors, key)
+
+
+def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknown>") -> dict[str, Any]:
     """Summarize one module.
 
     Args:
         source: the module's text (already decoded).
-        attrs: the attribute names whose reads are recorded (the union over the enabled rules).
+        spec: what to record (an :class:`IndexSpec`; a plain set of attribute names is read as
+            ``IndexSpec(attrs)``).
         filename: only used in the ``SyntaxError`` message.
 
     Returns:
-        The summary dict described in this module's docstring.
+        The summary dict described in this module's docstring; the rules' own facts are under
+        ``"facts"`` (rule code -> what its collector returned).
 
     Raises:
         SyntaxError: the source does not parse (``ValueError`` for NUL bytes is re-raised as
         ``SyntaxError``).
     """
+    if not isinstance(spec, IndexSpec):
+        spec = IndexSpec(frozenset(spec))
     try:
         tree = ast.parse(source, filename=filename)
     except ValueError as e:  # source code string cannot contain null bytes
         raise SyntaxError(str(e)) from None
-    return _Summarizer(source, attrs).run(tree)
+    summarizer = _Summarizer(source, spec.attrs)
+    summary = summarizer.run(tree)
+    facts = {}
+    for code, collect in spec.collectors:
+        got = collect(tree, summarizer.lines)
+        if got is not None:
+            facts[code] = got
+    summary["facts"] = facts
+    return summary

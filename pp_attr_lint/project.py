@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
+from .index import IndexSpec
 
-SUMMARY_VERSION = 10  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 11  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -57,13 +58,22 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _code_stamp() -> str:
-    """(mtime, size) of the modules that decide a result, so that an edited checkout or an
-    upgraded install never reads results an older analyzer wrote."""
+    """(mtime, size) of the modules that decide a result (the analyzer and the built-in rules'
+    code), so that an edited checkout or an upgraded install never reads results an older
+    analyzer wrote."""
+    from .rules import builtin_rule_folder
+
     here = os.path.dirname(os.path.abspath(__file__))
+    names = sorted(os.path.join(here, n) for n in os.listdir(here) if n.endswith(".py"))
+    folder = builtin_rule_folder()
+    try:
+        names += sorted(str(p) for p in folder.glob("*/rule.py"))
+    except OSError:
+        pass
     out = []
-    for name in ("index.py", "resolve.py", "analysis.py", "checker.py", "project.py", "model.py"):
+    for name in names:
         try:
-            s = os.stat(os.path.join(here, name))
+            s = os.stat(name)
             out.append(f"{s.st_mtime_ns}:{s.st_size}")
         except OSError:
             out.append("-")
@@ -73,8 +83,10 @@ def _code_stamp() -> str:
 class Cache:
     """Content-addressed summaries plus per-root stat indexes; ``enabled=False`` keeps it in memory."""
 
-    def __init__(self, directory: Path | None, attrs: frozenset[str], enabled: bool = True):
-        salt_src = f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{','.join(sorted(attrs))}|{_code_stamp()}"
+    def __init__(self, directory: Path | None, spec_key: str, enabled: bool = True):
+        """``spec_key``: :attr:`pp_attr_lint.index.IndexSpec.key` of the enabled rules (what the
+        summaries and prefilter results depend on)."""
+        salt_src = f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{spec_key}|{_code_stamp()}"
         salt = hashlib.blake2b(salt_src.encode(), digest_size=6).hexdigest()
         self.enabled = enabled and directory is not None
         self.dir = (directory / salt) if directory is not None else None
@@ -147,20 +159,25 @@ class Cache:
         self._dirty.clear()
 
 
-def make_prefilter(attrs: frozenset[str]):
+def make_prefilter(attrs: frozenset[str], needles: tuple[str, ...] = ()):
     """A bytes -> bool test that is true for every file that can contain a watched read with a
     receiver other than plain ``self`` (``x.start_layer``, ``a.b.start_layer``, ``(...).start_layer``,
-    ``getattr(x, "start_layer")``).  It may say yes too often (comments), never too rarely.
+    ``getattr(x, "start_layer")``) or one of ``needles`` (the words a rule needs to see in a file,
+    e.g. ``PPMissingLayer``).  It may say yes too often (comments), never too rarely.
 
-    It looks for the attribute names with :meth:`bytes.find` and inspects only a short window
-    before each occurrence, which is much faster than a regular expression over the whole file."""
-    needles = [a.encode() for a in sorted(attrs)]
+    It looks for the names with :meth:`bytes.find` and inspects only a short window before each
+    occurrence of an attribute, which is much faster than a regular expression over the whole file."""
+    attr_needles = [a.encode() for a in sorted(attrs)]
+    plain = [n.encode() for n in needles]
     # what may stand right before `.ATTR`: `name .`, `.name .`, `) .` (spaces and `\` newlines allowed)
     before = re.compile(rb"(?:(\.?)[\s\\]*\b(\w+)|(\)))[\s\\]*\.[\s\\]*\Z")
     word = re.compile(rb"\w")
 
     def hit(data: bytes) -> bool:
-        for needle in needles:
+        for needle in plain:
+            if needle in data:
+                return True
+        for needle in attr_needles:
             i = data.find(needle)
             n = len(needle)
             while i >= 0:
@@ -243,12 +260,12 @@ def package_root(path: str) -> tuple[str, str]:
 class Project:
     """The files being checked and every module resolvable from them (a :class:`SummarySource`)."""
 
-    def __init__(self, roots: list[Path], attrs: frozenset[str], cache: Cache,
+    def __init__(self, roots: list[Path], spec: IndexSpec, cache: Cache,
                  overrides: dict[str, Path] | None = None, first_party: set[str] | None = None):
         self.roots = [str(r) for r in dict.fromkeys(Path(os.path.abspath(r)) for r in roots)]
-        self.attrs = attrs
+        self.spec = spec
         self.cache = cache
-        self.prefilter = make_prefilter(attrs)
+        self.prefilter = make_prefilter(spec.attrs, spec.needles)
         self.by_module: dict[str, FileState | None] = {}
         self.overrides = {m: os.path.abspath(p) for m, p in (overrides or {}).items()}
         self._root_set = set(self.roots)
@@ -368,7 +385,7 @@ class Project:
         from .index import summarize
 
         try:
-            summary = summarize(text, self.attrs, str(st.path))
+            summary = summarize(text, self.spec, str(st.path))
             self.cache.put_summary(st.digest, ("ok", summary))
             st.summary = summary
         except SyntaxError as e:

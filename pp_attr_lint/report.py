@@ -11,7 +11,7 @@ from collections import Counter
 from typing import TextIO
 
 from . import __version__
-from .checker import display_path
+from .textio import display_path
 from .model import Finding
 from .rules import Rule
 
@@ -161,19 +161,24 @@ def _rule_doc_text(r: Rule) -> str:
 
 
 def rule_markdown(r: Rule) -> str:
-    """A rule's documentation in ruff's shape: What it does / Why is this bad? / Example / Fix safety."""
+    """A rule's documentation in ruff's shape: What it does / Why is this bad? / Example / Fix
+    safety / References (from its folder's ``README.md`` or a rule file's ``docs``)."""
     d = r.docs
     parts = [f"# {r.name} ({r.code})", ""]
     if r.fix_applicability:
-        parts += [f"Fix is always available when the path is unique ({r.fix_applicability}).", ""]
+        parts += [f"Fix is sometimes available ({r.fix_applicability}).", ""]
     parts += ["## What it does", (d.get("what_it_does") or r.summary).strip(), ""]
     if d.get("why_bad"):
         parts += ["## Why is this bad?", d["why_bad"].strip(), ""]
     if d.get("example"):
-        parts += ["## Example", "```python", d["example"].rstrip(), "```", ""]
+        example = d["example"].rstrip()
+        parts += ["## Example"] + ([example] if "```" in example else ["```python", example, "```"]) + [""]
     if d.get("fix"):
         parts += ["## Fix safety", d["fix"].strip(), ""]
-    parts += ["## Watched attributes", ", ".join(f"`{a}`" for a in r.attributes), ""]
+    if d.get("references"):
+        parts += ["## References", d["references"].strip(), ""]
+    if r.attributes:
+        parts += ["## Watched attributes", ", ".join(f"`{a}`" for a in r.attributes), ""]
     return "\n".join(parts)
 
 

@@ -1,52 +1,55 @@
-"""Rules as data: load and check the YAML rule files (``rules/*.yaml`` and a project's own).
+"""The rule registry: find the rule folders (``rules/<CODE>/``) and a project's own rule files.
 
-A rule file is one mapping; see ``rules/PPA001.yaml`` for every key.  Required keys: ``code``
+A built-in rule is one folder (see :mod:`pp_attr_lint.plugin`): ``rule.py`` defining ``RULE`` or
+``rule.yaml`` (a data rule of the ``wrapper-attribute`` kind), ``README.md`` with its documentation,
+``cases/`` with its annotated cases.  A project adds rules of the ``wrapper-attribute`` kind with
+YAML files (``rules = ["lint/embed_tokens.yaml"]`` in ``[tool.pp-attr-lint]``).
+
+A rule file is one mapping; see ``rules/PPA001/rule.yaml``.  Required keys: ``code``
 (``[A-Z]+[0-9]+``), ``name``, ``attributes`` (non-empty list of identifiers), ``message`` (a
 ``str.format`` template with ``receiver``, ``wrapper``, ``attr``, ``inner``, ``path``, ``where``).
-Optional: ``summary``, ``fix`` (``applicability``: safe|unsafe|display-only, ``message``),
-``url``, ``factories``, ``attributeless_bases``, ``transparent_decorators``, ``max_path_depth``,
-``docs`` (``what_it_does``, ``why_bad``, ``example``, ``fix``).
+Optional: ``kind`` (``wrapper-attribute``), ``summary``, ``fix`` (``applicability``:
+safe|unsafe|display-only, ``message``), ``url``, ``factories``, ``attributeless_bases``,
+``transparent_decorators`` (added to the shared facts of :mod:`pp_attr_lint.facts`),
+``max_path_depth``, ``docs`` (``what_it_does``, ``why_bad``, ``example``, ``fix``, ``references``;
+a folder's ``README.md`` takes precedence).
 """
 
 from __future__ import annotations
 
+import importlib.util
 import marshal
 import os
 import re
-from dataclasses import dataclass, field
+import sys
 from pathlib import Path
 
+from .plugin import Rule
 from .settings import Factory, Settings
+
+__all__ = ["Rule", "RuleError", "all_rules", "builtin_rule_folder", "load_rule_file", "parse_rule", "parse_docs"]
 
 _CODE = re.compile(r"^[A-Z]+[0-9]+$")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 APPLICABILITIES = ("safe", "unsafe", "display-only")
+KINDS = ("wrapper-attribute",)
 _KEYS = {
-    "code", "name", "summary", "attributes", "message", "fix", "url", "factories",
+    "code", "name", "summary", "attributes", "message", "fix", "url", "factories", "kind",
     "attributeless_bases", "transparent_decorators", "max_path_depth", "docs",
 }
 _FACTORY_KEYS = {"name", "keyword", "registry_module", "tables", "package"}
+# README.md section headings (ruff's) -> docs keys
+DOC_SECTIONS = {
+    "What it does": "what_it_does",
+    "Why is this bad?": "why_bad",
+    "Example": "example",
+    "Fix safety": "fix",
+    "References": "references",
+}
 
 
 class RuleError(ValueError):
     """A rule file is missing, not YAML, or does not follow the rule format (exit code 2)."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    """One rule: which attribute reads it watches and how findings and fixes read."""
-
-    code: str
-    name: str
-    summary: str
-    attributes: tuple[str, ...]
-    message: str
-    fix_applicability: str | None
-    fix_message: str | None
-    url: str | None
-    settings: Settings
-    docs: dict = field(default_factory=dict, compare=False, hash=False)
-    source: str = ""
 
 
 def _err(src: str, msg: str) -> RuleError:
@@ -63,12 +66,14 @@ def _yaml(text: str, src: str):
 
 
 def parse_rule(text: str, src: str, data=None) -> Rule:
-    """Parse one rule from YAML ``text`` (or from ``data``, its already-parsed form); ``src``
-    names it in error messages.
+    """Parse one data rule from YAML ``text`` (or from ``data``, its already-parsed form); ``src``
+    names it in error messages.  Returns a :class:`pp_attr_lint.wrapper.WrapperAttributeRule`.
 
     Raises:
         RuleError: not YAML, not a mapping, an unknown or missing key, or a bad value.
     """
+    from .wrapper import WrapperAttributeRule
+
     if data is None:
         data = _yaml(text, src)
     if not isinstance(data, dict):
@@ -79,6 +84,8 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
     for key in ("code", "name", "attributes", "message"):
         if key not in data:
             raise _err(src, f"missing required key `{key}`")
+    if data.get("kind", KINDS[0]) not in KINDS:
+        raise _err(src, f"`kind` must be one of {', '.join(KINDS)} (rules of other kinds are Python: rule.py)")
     code = data["code"]
     if not isinstance(code, str) or not _CODE.match(code):
         raise _err(src, f"`code` must look like PPA001, got {code!r}")
@@ -104,12 +111,14 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
     if not isinstance(depth, int) or not 1 <= depth <= 4:
         raise _err(src, "`max_path_depth` must be an integer from 1 to 4")
     settings = Settings(
-        attributeless_bases=tuple(data.get("attributeless_bases") or ("builtins.object", "torch.nn.Module")),
+        attributeless_bases=tuple(data.get("attributeless_bases") or ()),
         transparent_decorators=tuple(data.get("transparent_decorators") or ()),
         factories=tuple(factories),
-        max_path_depth=depth,
     )
-    return Rule(
+    docs = data.get("docs") or {}
+    if not isinstance(docs, dict):
+        raise _err(src, "`docs` must be a mapping")
+    return WrapperAttributeRule(
         code=code,
         name=str(data["name"]),
         summary=str(data.get("summary") or data["name"]),
@@ -119,25 +128,85 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
         fix_message=fix.get("message"),
         url=data.get("url"),
         settings=settings,
-        docs=dict(data.get("docs") or {}),
+        max_path_depth=depth,
+        docs=dict(docs),
         source=src,
     )
 
 
-def builtin_rule_files() -> list[Path]:
-    """The rule files shipped with pp-attr-lint (the repository's ``rules/`` folder)."""
+def parse_docs(text: str) -> dict:
+    """A rule folder's ``README.md`` as docs: ``## What it does`` -> ``what_it_does`` and so on
+    (see ``DOC_SECTIONS``); the ``# title`` line is dropped, unknown sections are kept under their
+    heading.  Fenced code blocks are kept as they are."""
+    docs: dict[str, str] = {}
+    key = None
+    buf: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("## "):
+            if key:
+                docs[key] = "\n".join(buf).strip() + "\n"
+            head = line[3:].strip()
+            key, buf = DOC_SECTIONS.get(head, head), []
+        elif key is not None:
+            buf.append(line)
+    if key:
+        docs[key] = "\n".join(buf).strip() + "\n"
+    return docs
+
+
+def builtin_rule_folder() -> Path:
+    """The folder of the rules shipped with pp-attr-lint (the repository's ``rules/``)."""
     checkout = Path(__file__).resolve().parent.parent / "rules"
-    if (checkout / "PPA001.yaml").is_file():  # a source checkout or an editable install
-        folder = checkout
-    else:  # an installed wheel: setuptools maps rules/ to pp_attr_lint/builtin_rules (pyproject.toml)
-        folder = Path(__file__).resolve().parent / "builtin_rules"
-    return sorted(p for p in folder.iterdir() if p.name.endswith((".yaml", ".yml")))
+    if (checkout / "PPA001" / "rule.yaml").is_file():  # a source checkout or an editable install
+        return checkout
+    # an installed wheel: setuptools maps rules/ to pp_attr_lint/builtin_rules (pyproject.toml)
+    return Path(__file__).resolve().parent / "builtin_rules"
+
+
+def builtin_rule_dirs() -> list[Path]:
+    """One folder per built-in rule, sorted by code."""
+    folder = builtin_rule_folder()
+    return sorted(p for p in folder.iterdir() if p.is_dir() and _CODE.match(p.name)
+                  and ((p / "rule.py").is_file() or (p / "rule.yaml").is_file()))
+
+
+def _load_python_rule(folder: Path) -> Rule:
+    """Import ``folder/rule.py`` (as ``pp_attr_lint_rules.<CODE>``) and return its ``RULE``."""
+    name = f"pp_attr_lint_rules.{folder.name}"
+    mod = sys.modules.get(name)
+    if mod is None:
+        spec = importlib.util.spec_from_file_location(name, folder / "rule.py")
+        if spec is None or spec.loader is None:  # pragma: no cover - a file that exists always has a spec
+            raise RuleError(f"{folder}/rule.py: cannot be imported")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[name] = mod
+        try:
+            spec.loader.exec_module(mod)
+        except Exception as e:  # a broken rule is a configuration error, not a crash
+            del sys.modules[name]
+            raise RuleError(f"rules/{folder.name}/rule.py: cannot be imported: {type(e).__name__}: {e}") from None
+    rule = getattr(mod, "RULE", None)
+    if not isinstance(rule, Rule) or rule.code != folder.name:
+        raise RuleError(f"rules/{folder.name}/rule.py must define RULE, a Rule with code {folder.name}")
+    return rule
+
+
+def _load_folder(folder: Path, cache_dir: Path | None) -> Rule:
+    if (folder / "rule.py").is_file():
+        rule = _load_python_rule(folder)
+        rule.source = f"rules/{folder.name}/rule.py"
+    else:
+        rule = load_rule_file(folder / "rule.yaml", cache_dir, f"rules/{folder.name}/rule.yaml")
+    readme = folder / "README.md"
+    if readme.is_file() and not rule.docs:
+        rule.docs = parse_docs(readme.read_text(encoding="utf-8"))
+    return rule
 
 
 def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None = None) -> Rule:
-    """Load one rule file.  With ``cache_dir``, the parsed YAML is kept there keyed by the file's
-    path, mtime and size, so that an unchanged rule file costs neither a YAML parse nor importing
-    PyYAML.  Raises :class:`RuleError` (also when the file is unreadable)."""
+    """Load one YAML rule file.  With ``cache_dir``, the parsed YAML is kept there keyed by the
+    file's path, mtime and size, so that an unchanged rule file costs neither a YAML parse nor
+    importing PyYAML.  Raises :class:`RuleError` (also when the file is unreadable)."""
     src = label or str(path)
     memo = None
     if cache_dir is not None:
@@ -172,8 +241,8 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
 
 
 def all_rules(extra: list[Path] = (), cache_dir: Path | None = None) -> list[Rule]:
-    """Built-in rules plus ``extra`` files; raises :class:`RuleError` on a duplicate code."""
-    rules = [load_rule_file(p, cache_dir, f"rules/{p.name}") for p in builtin_rule_files()]
+    """Built-in rules plus ``extra`` YAML files; raises :class:`RuleError` on a duplicate code."""
+    rules = [_load_folder(p, cache_dir) for p in builtin_rule_dirs()]
     rules += [load_rule_file(p, cache_dir) for p in extra]
     seen: dict[str, str] = {}
     for r in rules:

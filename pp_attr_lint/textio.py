@@ -1,4 +1,5 @@
-"""Reading and writing source files without losing a byte: encoding, BOM, line endings, mode."""
+"""Reading and writing source files without losing a byte (encoding, BOM, line endings, mode), and
+how paths are shown."""
 
 from __future__ import annotations
 
@@ -10,6 +11,15 @@ import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
+
+
+def display_path(path: str) -> str:
+    """``path`` relative to the working directory when it is below it, else unchanged."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return path if rel.startswith("..") else rel
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,8 @@ import pytest
 
 from pp_attr_lint.project import Cache, Project
 from pp_attr_lint.resolve import EXTERNAL, Factory, Resolver, Unresolved
-from pp_attr_lint.rules import builtin_rule_files, load_rule_file
+from pp_attr_lint.facts import default_settings
+from pp_attr_lint.index import IndexSpec
 
 ATTRS = frozenset({"start_layer", "end_layer"})
 MODULE = (EXTERNAL, "torch.nn.Module")
@@ -35,8 +36,7 @@ INNER = """
 
 @pytest.fixture(scope="module")
 def settings():
-    rule = load_rule_file(next(p for p in builtin_rule_files() if p.name == "PPA001.yaml"))
-    return rule.settings
+    return default_settings()
 
 
 def make(tmp_path: Path, settings, files: dict[str, str]) -> Resolver:
@@ -44,7 +44,7 @@ def make(tmp_path: Path, settings, files: dict[str, str]) -> Resolver:
         p = tmp_path / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text), encoding="utf-8")
-    project = Project([tmp_path], ATTRS, Cache(None, ATTRS, enabled=False))
+    project = Project([tmp_path], IndexSpec(ATTRS), Cache(None, "", enabled=False))
     return Resolver(project, settings)
 
 

@@ -1,4 +1,5 @@
-"""Rules: which reads are wrong.  PPA001-style rules on top of the resolver.
+"""The ``wrapper-attribute`` rule kind (PPA001, PPA002 and YAML rules of a project): a read of an
+attribute on a wrapper that does not have it, while the inner module it holds does.
 
 A finding is made only when the receiver's candidate classes are all resolved, none of them can
 have the attribute, and all of them reach a class that sets it in its executed ``__init__`` through
@@ -7,12 +8,50 @@ the same submodule path.
 
 from __future__ import annotations
 
-from .checker import display_path
+from dataclasses import dataclass
+
 from .index import scopes_by_line
 from .model import Edit, Finding, Fix
+from .textio import display_path
+from .plugin import FileContext, Rule
 from .project import FileState, Project
 from .resolve import EXTERNAL, ClassKey, Resolver, Unresolved, Where
-from .rules import Rule
+
+
+@dataclass
+class WrapperAttributeRule(Rule):
+    """A data rule (``rule.yaml``): reads of ``attributes`` on a wrapper (see the module docstring).
+    ``message`` is a ``str.format`` template with ``receiver``, ``wrapper``, ``attr``, ``inner``,
+    ``path``, ``where`` and ``fixed``; ``max_path_depth`` bounds the submodule path (1 to 4)."""
+
+    message: str = ""
+    max_path_depth: int = 2
+
+    def check(self, ctx: FileContext):
+        runner = ctx.shared.get(("wrapper", self.code))
+        if runner is None:
+            stores = ctx.shared.get("wrapper-stores")
+            if stores is None:
+                # stores of watched attributes from outside the class, over every checked file
+                stores = [(st, *s) for st in ctx.checked for s in st.summary.get("stores", ())]
+                ctx.shared["wrapper-stores"] = stores
+            runner = ctx.shared[("wrapper", self.code)] = RuleRunner(self, ctx.project, stores, ctx.resolver)
+        summary = ctx.summary
+        if not summary["reads"]:
+            return []
+        scopes = ctx.shared.get(("scopes", ctx.file.path))
+        if scopes is None:
+            scopes = ctx.shared[("scopes", ctx.file.path)] = scopes_by_line(summary)
+        out = []
+        for read in summary["reads"]:
+            if read["attr"] in self.attributes:
+                try:
+                    f = runner.evaluate(ctx.file, read, scopes)
+                except RecursionError:  # a class hierarchy or chain too deep to follow: silent
+                    f = None
+                if f is not None:
+                    out.append(f)
+        return out
 
 
 def _where(w: Where) -> str:
@@ -22,12 +61,12 @@ def _where(w: Where) -> str:
 class RuleRunner:
     """Evaluates one rule on the watched reads of a file (see the module docstring)."""
 
-    def __init__(self, rule: Rule, project: Project, stores: list | None = None):
+    def __init__(self, rule: WrapperAttributeRule, project: Project, stores: list | None, resolver: Resolver):
         """``stores``: ``(file state, receiver chain, attr, class, function line)`` of every
         ``x.attr = ...`` outside its own class in the checked files (see index.py)."""
         self.rule = rule
         self.project = project
-        self.resolver = Resolver(project, rule.settings)
+        self.resolver = resolver
         self.stores = [s for s in (stores or []) if s[2] == "*" or s[2] in rule.attributes]
         self._store_memo: dict = {}
         self._self_stores: dict = {}
@@ -44,7 +83,7 @@ class RuleRunner:
         r = self.resolver
         out: dict[tuple[str, ...], list] = {}
         frontier: list[tuple[tuple[str, ...], ClassKey, list]] = [((), key, [])]
-        for _depth in range(self.rule.settings.max_path_depth):
+        for _depth in range(self.rule.max_path_depth):
             nxt = []
             for path, ck, trail in frontier:
                 for step in sorted(self._assigned_attrs(ck)):

@@ -1,0 +1,100 @@
+"""What pp-attr-lint takes as given about vLLM (and SGLang, which shares the conventions), in one
+place.  Every rule and the resolver read these; a rule file may add to the first three.
+
+Sources (vLLM 0.21.0 / 0.32.0 unless said otherwise):
+
+* ``make_layers`` in vllm/model_executor/models/utils.py returns ``(start_layer, end_layer,
+  layers)``; ``layers`` keeps one slot per decoder layer of the whole model and holds a
+  ``PPMissingLayer`` in every slot outside ``[start_layer, end_layer)``.  SGLang's
+  ``make_layers`` (sglang/srt/utils/common.py) returns ``(layers, start_layer, end_layer)`` with the
+  same padding.  Which tuple element is the list is therefore read from the target names.
+* ``PPMissingLayer`` (vllm/model_executor/models/utils.py) is a ``torch.nn.Identity`` with a
+  ``return_tuple`` attribute; a read of any other attribute than ``torch.nn.Module``'s raises
+  ``AttributeError``.  Models assign it to ``embed_tokens`` / ``norm`` / ``lm_head`` on the ranks
+  that do not own them (llama.py: ``embed_tokens`` when ``is_first_rank or (tie_word_embeddings
+  and is_last_rank)``, ``norm`` and ``lm_head`` when ``is_last_rank``).
+* ``get_pp_group()`` (vllm/distributed/parallel_state.py) returns a ``GroupCoordinator`` whose
+  properties ``is_first_rank`` and ``is_last_rank`` tell the pipeline-parallel rank's place; with
+  ``pipeline_parallel_size >= 2`` at most one of them is true.
+* ``SupportsPP`` (vllm/model_executor/models/interfaces.py) is a ``Protocol`` that declares
+  ``make_empty_intermediate_tensors`` with a ``...`` body: a class that lists the protocol as a base
+  but neither defines nor assigns the hook gets ``None`` from it, and the model runner
+  (vllm/v1/worker/gpu_model_runner.py) calls it on every rank but the first.
+* ``torch.nn.Module.__init__`` calls no further ``__init__`` (``call_super_init`` is ``False`` by
+  default, torch/nn/modules/module.py).
+"""
+
+from __future__ import annotations
+
+from .settings import Factory, Settings
+
+# bases known to add no instance attributes that a rule could be asked about
+ATTRIBUTELESS_BASES = (
+    "builtins.object",
+    "torch.nn.Module",
+    "torch.nn.modules.module.Module",
+    "typing.Protocol",
+    "typing.Generic",
+    "typing_extensions.Protocol",
+    "abc.ABC",
+    "vllm.model_executor.models.interfaces.Supports*",
+    "vllm.model_executor.models.interfaces_base.*",
+)
+
+# class decorators that return the class they get, unchanged in its attributes
+TRANSPARENT_DECORATORS = (
+    "support_torch_compile",
+    "MULTIMODAL_REGISTRY.register_processor",
+    "register_processor",
+    "runtime_checkable",
+    "final",
+    "typing.final",
+)
+
+# calls that build a model from vLLM's registry (vllm/model_executor/models/utils.py,
+# registry tables in vllm/model_executor/models/registry.py)
+FACTORIES = (
+    Factory(name="init_vllm_registered_model", keyword="architectures",
+            registry_module="vllm.model_executor.models.registry", tables="_*_MODELS",
+            package="vllm.model_executor.models"),
+)
+
+PLACEHOLDER_CLASS = "PPMissingLayer"
+MAKE_LAYERS = "make_layers"
+RANGE_ATTRIBUTES = ("start_layer", "end_layer")
+FIRST_RANK_PREDICATE = "is_first_rank"
+LAST_RANK_PREDICATE = "is_last_rank"
+PP_PROTOCOL = "SupportsPP"
+PP_HOOK = "make_empty_intermediate_tensors"
+
+# attributes that every torch.nn.Module instance has (torch 2.x, torch/nn/modules/module.py), so
+# reading them on a placeholder does not raise
+MODULE_ATTRIBUTES = frozenset({
+    "training", "forward", "parameters", "named_parameters", "buffers", "named_buffers", "children",
+    "named_children", "modules", "named_modules", "train", "eval", "requires_grad_", "zero_grad",
+    "to", "cpu", "cuda", "xpu", "half", "float", "double", "bfloat16", "type", "apply",
+    "state_dict", "load_state_dict", "register_buffer", "register_parameter", "register_module",
+    "add_module", "get_submodule", "get_parameter", "get_buffer", "register_forward_hook",
+    "register_forward_pre_hook", "register_full_backward_hook", "extra_repr", "to_empty",
+    "share_memory", "_modules", "_parameters", "_buffers", "__class__", "__dict__", "__call__",
+    "_get_name", "set_extra_state", "get_extra_state", "compile", "dump_patches",
+    "return_tuple",  # PPMissingLayer's own (vllm/model_executor/models/utils.py)
+})
+
+
+def default_settings() -> Settings:
+    """The resolver facts above as :class:`~pp_attr_lint.settings.Settings`."""
+    return Settings(attributeless_bases=ATTRIBUTELESS_BASES, transparent_decorators=TRANSPARENT_DECORATORS,
+                    factories=FACTORIES)
+
+
+def merged_settings(extra: list[Settings]) -> Settings:
+    """The shared facts plus what rule files add (order kept, duplicates dropped)."""
+    base = default_settings()
+    return Settings(
+        attributeless_bases=tuple(dict.fromkeys(base.attributeless_bases + tuple(
+            b for s in extra for b in s.attributeless_bases))),
+        transparent_decorators=tuple(dict.fromkeys(base.transparent_decorators + tuple(
+            d for s in extra for d in s.transparent_decorators))),
+        factories=tuple(dict.fromkeys(base.factories + tuple(f for s in extra for f in s.factories))),
+    )

@@ -1,0 +1,137 @@
+"""The rule plug-in interface: what a rule folder provides and what the engine hands it.
+
+A rule lives in one folder under ``rules/`` (``rules/PPA101/``):
+
+* ``rule.py`` defines ``RULE``, an instance of a :class:`Rule` subclass, or ``rule.yaml`` declares
+  a data rule of a kind the engine knows (``wrapper-attribute``: PPA001's resolution, see
+  :mod:`pp_attr_lint.wrapper`);
+* ``README.md`` holds its documentation in ruff's sections (``## What it does``, ``## Why is this
+  bad?``, ``## Example``, ``## Fix safety``, ``## References``);
+* ``cases/`` holds annotated case files (``# ruleid: CODE`` / ``# ok: CODE`` on the line before the
+  line they are about) and ``FILE.py.fixed`` where the rule fixes; every case folder also runs under
+  the runtime oracle (``tests/oracle``), which executes it on simulated pipeline-parallel ranks.
+
+What a rule asks of the engine:
+
+* :attr:`Rule.needles`: words whose presence in a file's bytes makes the file worth parsing (the
+  prefilter runs on every file; only hits are parsed);
+* :attr:`Rule.attributes`: attribute names whose reads the index records with their receivers
+  (``x.start_layer``, ``getattr(x, "start_layer")``), for rules that judge reads by name;
+* :meth:`Rule.collect`: facts of its own, taken from a parsed module (``ast``) and cached with the
+  module's summary (plain builtin data, ``marshal``-able);
+* :meth:`Rule.check`: the findings of one checked file, given a :class:`FileContext` that reaches
+  the shared :class:`~pp_attr_lint.resolve.Resolver` (one per project group and run).
+
+The engine never needs to change for a new rule: it takes the union of the rules' needles and
+attributes, runs every rule's collector when it parses a file, and calls every rule's check on
+every checked file.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from .model import Edit, Finding, Fix
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .project import FileState, Project
+    from .resolve import Resolver
+
+
+@dataclass
+class Rule:
+    """Base class of every rule.  Subclasses set the class attributes and override
+    :meth:`check` (and :meth:`collect` when they need facts the shared index does not keep)."""
+
+    code: str = ""
+    name: str = ""
+    summary: str = ""
+    url: str | None = None
+    fix_applicability: str | None = None  # the best applicability its fixes can have, for listings
+    fix_message: str | None = None
+    attributes: tuple[str, ...] = ()
+    needles: tuple[str, ...] = ()
+    docs: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+    source: str = field(default="", repr=False)
+    settings: Any = None  # resolver facts a data rule adds to the shared ones (pp_attr_lint.settings)
+    version: int = 1  # bump when collect() changes: part of the cache key
+
+    # -- what the rule asks of the index ---------------------------------------------------------
+    def collect(self, tree: ast.Module, lines: "LineIndex") -> Any:
+        """Facts of this rule from one parsed module (plain builtin data, or ``None``).
+
+        Args:
+            tree: the module's ``ast``.
+            lines: converts ``ast`` byte columns to character columns (``lines.col(row, col)``).
+        """
+        return None
+
+    # -- what the rule judges --------------------------------------------------------------------
+    def check(self, ctx: "FileContext") -> Iterable[Finding]:
+        """The findings of one checked file (unsorted); see :class:`FileContext`."""
+        return ()
+
+    # -- helpers for subclasses ------------------------------------------------------------------
+    def finding(self, ctx: "FileContext", row: int, col: int, end_row: int, end_col: int, message: str,
+                explanation: list[str], fix: Fix | None = None, fix_data: dict | None = None) -> Finding:
+        """A :class:`Finding` of this rule in ``ctx``'s file (``row``/``end_row`` 1-based,
+        ``col``/``end_col`` 0-based character columns, as the index stores them)."""
+        return Finding(code=self.code, name=self.name, message=message, path=ctx.file.path,
+                       row=row, column=col + 1, end_row=end_row, end_column=end_col + 1, fix=fix,
+                       url=self.url, noqa_row=row, explanation=explanation, fix_data=fix_data)
+
+    def make_fix(self, applicability: str, message: str, edits: Iterable[Edit]) -> Fix:
+        return Fix(applicability=applicability, message=message, edits=tuple(edits))
+
+
+@dataclass
+class FileContext:
+    """What :meth:`Rule.check` gets for one checked file.
+
+    ``file.summary`` is the file's index summary (:mod:`pp_attr_lint.index`), with the rule's own
+    facts under ``facts(code)``; ``resolver`` answers questions across files; ``project`` finds other
+    modules' summaries (``project.summary(module)``); ``checked`` lists every checked file of the
+    project group (for rules that look at stores or uses in other files); ``shared`` is a dict kept
+    for the whole run of one project group, where a rule may keep memos (key it by the rule code).
+    """
+
+    file: "FileState"
+    project: "Project"
+    resolver: "Resolver"
+    checked: list
+    shared: dict
+
+    @property
+    def summary(self) -> dict:
+        return self.file.summary  # type: ignore[return-value]
+
+    @property
+    def module(self) -> str:
+        return self.file.module
+
+    def facts(self, code: str, module: str | None = None) -> Any:
+        """The facts :meth:`Rule.collect` of rule ``code`` took from ``module`` (default: this
+        file); ``None`` when the module is not in the project or the rule collected nothing."""
+        s = self.summary if module is None else self.project.summary(module)
+        if s is None:
+            return None
+        return s.get("facts", {}).get(code)
+
+
+class LineIndex:
+    """Converts ``ast`` UTF-8 byte columns to character columns, line by line, lazily."""
+
+    def __init__(self, source: str):
+        self.lines = source.splitlines(keepends=True)
+        self._ascii = [ln.isascii() for ln in self.lines]
+
+    def col(self, lineno: int, byte_col: int) -> int:
+        i = lineno - 1
+        if i >= len(self.lines) or self._ascii[i]:
+            return byte_col
+        return len(self.lines[i].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def text(self, lineno: int) -> str:
+        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
