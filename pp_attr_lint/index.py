@@ -207,6 +207,7 @@ class _Summarizer:
                     s["imports"][a.asname or a.name] = (stmt.module or "", a.name, stmt.level)
         elif isinstance(stmt, ast.ClassDef):
             s["classes"][stmt.name] = self._class_record(stmt)
+            self._nested_classes(stmt, stmt.name)
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             s["functions"][stmt.name] = self._scope(stmt, None, None)
         elif isinstance(stmt, ast.Assign):
@@ -238,6 +239,15 @@ class _Summarizer:
             self._scan_reads(stmt, None, None)
 
     # -- classes -----------------------------------------------------------------------------
+    def _nested_classes(self, node: ast.ClassDef, prefix: str) -> None:
+        """Record ``class Outer: class Inner(...)`` as the class ``Outer.Inner`` (a stand-in
+        namespace such as ``class nn: class Module: ...`` is then resolved like a module)."""
+        for stmt in node.body:
+            if isinstance(stmt, ast.ClassDef):
+                name = f"{prefix}.{stmt.name}"
+                self.summary["classes"][name] = self._class_record(stmt)
+                self._nested_classes(stmt, name)
+
     def _class_record(self, node: ast.ClassDef) -> dict[str, Any]:
         body_names: list[str] = []
         properties: list[str] = []
@@ -737,9 +747,13 @@ def index_spec(rules) -> IndexSpec:
 
     attrs = frozenset(a for r in rules for a in r.attributes)
     needles = tuple(sorted({n for r in rules for n in r.needles}))
-    collectors = tuple((r.code, r.collect) for r in rules if type(r).collect is not Rule.collect)
+    own = {}
+    for r in rules:
+        if type(r).collect is not Rule.collect:
+            own.setdefault(r.facts_name, (r.collect, r.version))
+    collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     key = "|".join([",".join(sorted(attrs)), ",".join(needles),
-                    ",".join(f"{r.code}:{r.version}" for r in rules if type(r).collect is not Rule.collect)])
+                    ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
     return IndexSpec(attrs, needles, collectors, key)
 
 

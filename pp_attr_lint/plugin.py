@@ -57,6 +57,12 @@ class Rule:
     source: str = field(default="", repr=False)
     settings: Any = None  # resolver facts a data rule adds to the shared ones (pp_attr_lint.settings)
     version: int = 1  # bump when collect() changes: part of the cache key
+    # rules that share one collector (the placeholder family) name the same key; default: the code
+    facts_key: str | None = None
+
+    @property
+    def facts_name(self) -> str:
+        return self.facts_key or self.code
 
     # -- what the rule asks of the index ---------------------------------------------------------
     def collect(self, tree: ast.Module, lines: "LineIndex") -> Any:

@@ -188,6 +188,8 @@ class Resolver:
                     sym = ("module", f"{parent}.{part}")
             elif sym[0] == "external":
                 sym = ("external", f"{sym[1]}.{part}")
+            elif sym[0] == "class" and f"{sym[2]}.{part}" in (self.src.summary(sym[1]) or {}).get("classes", {}):
+                sym = ("class", sym[1], f"{sym[2]}.{part}")  # a nested class
             else:
                 return None
         if (
@@ -243,7 +245,13 @@ class Resolver:
             for b in rec["bases"]:
                 if b is None:
                     raise Unresolved(f"{key[1]} has a base that is not a plain name")
-                sym = self.resolve_dotted(key[0], b)
+                sym = None
+                if "." in key[1]:  # a nested class: its bases are looked up in the enclosing body first
+                    outer = key[1].rsplit(".", 1)[0]
+                    if f"{outer}.{b}" in self.src.summary(key[0])["classes"]:  # type: ignore[index]
+                        sym = ("class", key[0], f"{outer}.{b}")
+                if sym is None:
+                    sym = self.resolve_dotted(key[0], b)
                 if sym is None:
                     raise Unresolved(f"base {b} of {key[1]} cannot be resolved")
                 if sym[0] == "class":

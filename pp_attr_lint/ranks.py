@@ -1,0 +1,725 @@
+"""What a value is on each pipeline-parallel rank: placeholders, ``make_layers`` lists and the
+guards that decide which rank runs a line.  Shared by the placeholder rules (PPA101-PPA103).
+
+Guards are boolean formulas over *atoms*: ``@first`` (``...is_first_rank``), ``@last``
+(``...is_last_rank``) and any other test, named by its last dotted component
+(``self.config.tie_word_embeddings`` and ``config.tie_word_embeddings`` are the same atom
+``tie_word_embeddings``) or by its source text.  A formula is plain data::
+
+    ("T",) | ("F",) | ("a", name) | ("not", f) | ("and", (f, ...)) | ("or", (f, ...))
+
+A use fails on some rank when ``guard(use) and placeholder(value)`` is satisfiable with at most
+one of ``@first``/``@last`` true (``pipeline_parallel_size >= 2``); other atoms are free.
+
+The collector (:func:`collect`) records, per module, with positions (1-based rows, 0-based
+character columns):
+
+* ``assigns``: ``(class, method, attr, line, callee or None, guard)`` for ``self.attr = value``
+  (one per branch of a conditional expression); ``callee`` is the dotted name of a called class;
+* ``lists``: ``(class, attr, line)`` for ``self.a, self.b, self.attr = make_layers(...)``;
+* ``uses``: one record per read that a placeholder could break, see :func:`collect`.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from typing import Any
+
+from . import facts as F
+from .index import dotted_name, ref_chain
+
+TRUE = ("T",)
+FIRST = ("a", "@first")
+LAST = ("a", "@last")
+
+# attribute names that vLLM and SGLang models assign a placeholder to on ranks that do not own
+# them (llama.py, qwen2.py, ...: `embed_tokens`, `norm`, `lm_head`; gpt2/bloom: `wte`, `ln_f`)
+PLACEHOLDER_NAMES = frozenset({"embed_tokens", "norm", "lm_head", "final_layernorm", "wte", "ln_f",
+                               "embed_in", "final_layer_norm", "word_embeddings"})
+# `lm_head` is used on the last rank: compute_logits passes it to LogitsProcessor, which reads
+# its `weight` / `quant_method` (vllm/model_executor/layers/logits_processor.py)
+LAST_RANK_ATTRS = frozenset({"lm_head"})
+# methods that read attributes of their argument: ParallelLMHead.tie_weights(embed_tokens) reads
+# `embed_tokens.weight` (vllm/model_executor/layers/vocab_parallel_embedding.py)
+ARG_READERS = {"tie_weights": "weight"}
+
+
+# -- formulas ----------------------------------------------------------------------------------
+def f_and(*fs) -> tuple:
+    fs = tuple(f for f in fs if f != TRUE)
+    if not fs:
+        return TRUE
+    return fs[0] if len(fs) == 1 else ("and", fs)
+
+
+def f_or(*fs) -> tuple:
+    if any(f == TRUE for f in fs):
+        return TRUE
+    fs = tuple(f for f in fs if f != ("F",))
+    if not fs:
+        return ("F",)
+    return fs[0] if len(fs) == 1 else ("or", fs)
+
+
+def f_not(f) -> tuple:
+    if f == TRUE:
+        return ("F",)
+    if f == ("F",):
+        return TRUE
+    return f[1] if f[0] == "not" else ("not", f)
+
+
+def _atoms(f, out: set) -> set:
+    if f[0] == "a":
+        out.add(f[1])
+    elif f[0] == "not":
+        _atoms(f[1], out)
+    elif f[0] in ("and", "or"):
+        for g in f[1]:
+            _atoms(g, out)
+    return out
+
+
+def _eval(f, env: dict) -> bool:
+    k = f[0]
+    if k == "T":
+        return True
+    if k == "F":
+        return False
+    if k == "a":
+        return env[f[1]]
+    if k == "not":
+        return not _eval(f[1], env)
+    if k == "and":
+        return all(_eval(g, env) for g in f[1])
+    return any(_eval(g, env) for g in f[1])
+
+
+def satisfying(f) -> dict | None:
+    """An assignment of the atoms that makes ``f`` true on a pipeline-parallel rank (never both
+    ``@first`` and ``@last``), or ``None``.  At most 16 atoms are enumerated; a formula with more
+    counts as unsatisfiable (silence over a guess)."""
+    names = sorted(_atoms(f, set()) - {"@first", "@last"})
+    if len(names) > 16:
+        return None
+    # the first and the last rank before a middle one (which needs pipeline_parallel_size >= 3)
+    for first, last in ((True, False), (False, True), (False, False)):
+        for values in itertools.product((False, True), repeat=len(names)):
+            env = dict(zip(names, values), **{"@first": first, "@last": last})
+            if _eval(f, env):
+                return env
+    return None
+
+
+def rank_words(env: dict) -> str:
+    """Which pipeline-parallel rank an assignment of :func:`satisfying` describes."""
+    if env.get("@first"):
+        return "the first pipeline-parallel rank"
+    if env.get("@last"):
+        return "the last pipeline-parallel rank (rank > 0)"
+    return "a middle pipeline-parallel rank (pipeline_parallel_size >= 3)"
+
+
+def describe(f) -> str:
+    """A guard formula in words (``not is_first_rank and tie_word_embeddings``)."""
+    k = f[0]
+    if k == "T":
+        return "always"
+    if k == "F":
+        return "never"
+    if k == "a":
+        return {"@first": "is_first_rank", "@last": "is_last_rank"}.get(f[1], f[1])
+    if k == "not":
+        return f"not {describe(f[1])}" if f[1][0] == "a" else f"not ({describe(f[1])})"
+    joiner = " and " if k == "and" else " or "
+    return joiner.join(describe(g) if g[0] in ("a", "not") else f"({describe(g)})" for g in f[1])
+
+
+def describe_env(env: dict) -> str:
+    other = [f"{k}={v}" for k, v in sorted(env.items()) if not k.startswith("@")]
+    return f" with {', '.join(other)}" if other else ""
+
+
+
+# -- collection --------------------------------------------------------------------------------
+def _atom(node: ast.AST) -> tuple:
+    chain = ref_chain(node.func) if isinstance(node, ast.Call) else ref_chain(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return ("a", node.args[1].value)
+    last = chain[-1] if chain else (node.attr if isinstance(node, ast.Attribute) else None)
+    if last == F.FIRST_RANK_PREDICATE:
+        return FIRST
+    if last == F.LAST_RANK_PREDICATE:
+        return LAST
+    if chain is not None and not isinstance(node, ast.Call):
+        return ("a", chain[-1])
+    return ("a", ast.unparse(node))
+
+
+def _pp_size_test(node: ast.AST) -> tuple | None:
+    """``pp_group.world_size == 1`` is false and ``> 1`` / ``!= 1`` true under pipeline
+    parallelism (the only setting the rules judge); ``None`` for other tests."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value == 1):
+        return None
+    left = ast.unparse(node.left)
+    if not (left.endswith("pipeline_parallel_size") or (left.endswith("world_size") and "pp" in left)):
+        return None
+    op = node.ops[0]
+    if isinstance(op, (ast.Eq, ast.LtE)):
+        return ("F",)
+    if isinstance(op, (ast.NotEq, ast.Gt)):
+        return TRUE
+    return None
+
+
+def formula(node: ast.AST) -> tuple:
+    """The guard formula of an ``if`` test (see the module docstring)."""
+    pp = _pp_size_test(node)
+    if pp is not None:
+        return pp
+    if isinstance(node, ast.BoolOp):
+        parts = [formula(v) for v in node.values]
+        return f_and(*parts) if isinstance(node.op, ast.And) else f_or(*parts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return f_not(formula(node.operand))
+    if isinstance(node, ast.Constant):
+        return TRUE if node.value else ("F",)
+    return _atom(node)
+
+
+def _exits(body: list) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def _guards_chain(test: ast.AST, chains: set) -> None:
+    """What a test checks: ``(chain, None)`` for ``isinstance(x, ...)`` or ``x is None`` (any read
+    through ``x`` may be on another class than assumed), ``(chain, "a")`` for ``hasattr(x, "a")``
+    and ``getattr(x, "a", default)`` (only ``x.a`` is safe)."""
+    for sub in ast.walk(test):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("isinstance", "hasattr", "getattr") and sub.args:
+            c = ref_chain(sub.args[0])
+            if c is None:
+                continue
+            if sub.func.id == "isinstance":
+                chains.add((c, None))
+            elif len(sub.args) >= 2 and isinstance(sub.args[1], ast.Constant) and isinstance(sub.args[1].value, str):
+                chains.add((c, sub.args[1].value))
+            else:
+                chains.add((c, None))
+        elif isinstance(sub, ast.Compare):
+            for side in [sub.left, *sub.comparators]:
+                c = ref_chain(side)
+                if c is not None:
+                    chains.add((c, None))
+
+
+def _catches_attribute_error(handlers) -> bool:
+    for h in handlers:
+        t = h.type
+        names = [t] if not isinstance(t, ast.Tuple) else list(t.elts)
+        if t is None or any((dotted_name(n) or "").rsplit(".", 1)[-1] in ("AttributeError", "Exception", "BaseException")
+                            for n in names):
+            return True
+    return False
+
+
+def _index_kind(node: ast.AST) -> str | None:
+    """``first`` for ``0``, ``last`` for ``-1`` / ``n - 1`` (n a layer count), ``const`` for another
+    constant; ``None`` for an index that depends on the rank's range or a variable."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return "first" if node.value == 0 else ("last" if node.value == -1 else "const")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, int):
+        return "last" if node.operand.value == 1 else "const"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.right, ast.Constant) \
+            and node.right.value == 1:
+        left = node.left
+        name = (ref_chain(left) or (None,))[-1]
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len":
+            return "last"
+        if name in ("num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_layer"):
+            return "last"
+    return None
+
+
+class _Walker:
+    """Walks one function body with the guard of each statement (see :func:`collect`)."""
+
+    def __init__(self, lines, out: dict, cls: str | None, fn: ast.FunctionDef, names: frozenset):
+        self.lines = lines
+        self.out = out
+        self.cls = cls
+        self.fn = fn
+        self.names = names
+        args = fn.args.posonlyargs + fn.args.args
+        self.self_name = args[0].arg if (cls is not None and args) else None
+
+    def pos(self, node) -> tuple:
+        return (node.lineno, self.lines.col(node.lineno, node.col_offset),
+                node.end_lineno, self.lines.col(node.end_lineno, node.end_col_offset))
+
+    def use(self, kind: str, chain, attr, node, guard, guarded: bool, extra=None) -> None:
+        self.out["uses"].append((kind, self.cls, self.fn.lineno, chain, attr, self.pos(node), guard, guarded, extra))
+
+    # statements ------------------------------------------------------------------------------
+    def block(self, body: list, guard: tuple, guarded: frozenset, protected: bool, loops: dict) -> None:
+        for stmt in body:
+            self.stmt(stmt, guard, guarded, protected, loops)
+            if isinstance(stmt, ast.If) and _exits(stmt.body) and not stmt.orelse:
+                # `if test: return` guards every statement after it with `not test`
+                guard = f_and(guard, f_not(formula(stmt.test)))
+                chains = set(guarded)
+                _guards_chain(stmt.test, chains)
+                guarded = frozenset(chains)
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        if isinstance(stmt, ast.If):
+            self.exprs([stmt.test], guard, guarded, protected, loops)
+            chains = set(guarded)
+            _guards_chain(stmt.test, chains)
+            t = formula(stmt.test)
+            self.block(stmt.body, f_and(guard, t), frozenset(chains), protected, loops)
+            self.block(stmt.orelse, f_and(guard, f_not(t)), frozenset(chains), protected, loops)
+            return
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.exprs([stmt.iter], guard, guarded, protected, loops)
+            inner = dict(loops)
+            src = _loop_source(stmt.iter)
+            if src is not None and isinstance(stmt.target, (ast.Name, ast.Tuple)):
+                var = _loop_var(stmt.target, src[1])
+                if var is not None:
+                    inner[var] = (src[0], self._iter_info(stmt.iter, src[1]))
+            self.block(stmt.body, guard, guarded, protected, inner)
+            self.block(stmt.orelse, guard, guarded, protected, loops)
+            return
+        if isinstance(stmt, (ast.While,)):
+            self.exprs([stmt.test], guard, guarded, protected, loops)
+            self.block(stmt.body, guard, guarded, protected, loops)
+            self.block(stmt.orelse, guard, guarded, protected, loops)
+            return
+        if isinstance(stmt, ast.Try) or (hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)):
+            self.block(stmt.body, guard, guarded, protected or _catches_attribute_error(stmt.handlers), loops)
+            for h in stmt.handlers:
+                self.block(h.body, guard, guarded, protected, loops)
+            self.block(stmt.orelse, guard, guarded, protected, loops)
+            self.block(stmt.finalbody, guard, guarded, protected, loops)
+            return
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            suppress = any(isinstance(i.context_expr, ast.Call)
+                           and (dotted_name(i.context_expr.func) or "").endswith("suppress") for i in stmt.items)
+            self.exprs([i.context_expr for i in stmt.items], guard, guarded, protected, loops)
+            self.block(stmt.body, guard, guarded, protected or suppress, loops)
+            return
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return  # nested definitions run elsewhere (or never)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            self.assign(targets, stmt.value, guard)
+        self.exprs([stmt], guard, guarded, protected, loops)
+
+    def assign(self, targets, value, guard) -> None:
+        for t in targets:
+            if isinstance(t, ast.Tuple) and isinstance(value, ast.Call) and \
+                    (dotted_name(value.func) or "").rsplit(".", 1)[-1] == F.MAKE_LAYERS:
+                attrs = [e.attr for e in t.elts if isinstance(e, ast.Attribute)
+                         and isinstance(e.value, ast.Name) and e.value.id == self.self_name]
+                rest = [a for a in attrs if a not in F.RANGE_ATTRIBUTES]
+                if len(attrs) == len(t.elts) == 3 and len(rest) == 1:
+                    self.out["lists"].append((self.cls, rest[0], t.lineno))
+            if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self.self_name):
+                continue
+            for g, v in _branches(value, guard):
+                callee = dotted_name(v.func) if isinstance(v, ast.Call) else None
+                self.out["assigns"].append((self.cls, self.fn.name, t.attr, t.lineno, callee, g))
+                if t.attr in LAST_RANK_ATTRS:
+                    c = ref_chain(v)
+                    if c is not None and len(c) >= 2 and c[-1] in self.names:
+                        self.use("alias", c, t.attr, v, g, False)
+
+    def _iter_info(self, it: ast.AST, enumerated: bool) -> tuple:
+        """(position of the loop's iterable, enumerated, whether a fix can rewrite it)."""
+        simple = not enumerated or (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords)
+        return (self.pos(it), enumerated, simple)
+
+    # expressions -----------------------------------------------------------------------------
+    def exprs(self, nodes, guard, guarded, protected, loops) -> None:
+        for node in nodes:
+            self.expr(node, guard, guarded, protected, loops)
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test, guard, guarded, protected, loops)
+            chains = set(guarded)
+            _guards_chain(node.test, chains)
+            t = formula(node.test)
+            self.expr(node.body, f_and(guard, t), frozenset(chains), protected, loops)
+            self.expr(node.orelse, f_and(guard, f_not(t)), frozenset(chains), protected, loops)
+            return
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            chains = set(guarded)
+            g = guard
+            for v in node.values:
+                self.expr(v, g, frozenset(chains), protected, loops)
+                _guards_chain(v, chains)
+                g = f_and(g, formula(v))
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = dict(loops)
+            chains = set(guarded)
+            for gen in node.generators:
+                self.expr(gen.iter, guard, frozenset(chains), protected, inner)
+                src = _loop_source(gen.iter)
+                if src is not None:
+                    var = _loop_var(gen.target, src[1])
+                    if var is not None:
+                        inner[var] = (src[0], self._iter_info(gen.iter, src[1]))
+            for gen in node.generators:
+                for cond in gen.ifs:
+                    self.expr(cond, guard, frozenset(chains), protected, inner)
+                    _guards_chain(cond, chains)
+            elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for e in elts:
+                self.expr(e, guard, frozenset(chains), protected, inner)
+            return
+        if isinstance(node, ast.Lambda):
+            self.expr(node.body, guard, guarded, protected, loops)
+            return
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            self.attribute(node, guard, guarded, protected, loops)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ARG_READERS:
+            for a in node.args[:1]:
+                c = ref_chain(a)
+                if c is not None and len(c) >= 2 and c[-1] in self.names:
+                    self.use("arg", c, ARG_READERS[node.func.attr], a, guard,
+                             protected or _is_guarded(c, ARG_READERS[node.func.attr], guarded), node.func.attr)
+        for child in ast.iter_child_nodes(node):
+            self.expr(child, guard, guarded, protected, loops)
+
+    def attribute(self, node: ast.Attribute, guard, guarded, protected, loops) -> None:
+        recv = node.value
+        chain = ref_chain(recv)
+        if chain is not None and len(chain) >= 2 and chain[-1] in self.names:
+            self.use("read", chain, node.attr, node, guard, protected or _is_guarded(chain, node.attr, guarded))
+        elif chain is not None and len(chain) == 1 and chain[0] in loops:
+            src, info = loops[chain[0]]
+            self.use("loop", src, node.attr, node, guard, protected or _is_guarded(chain, node.attr, guarded), (chain[0], *info))
+        elif isinstance(recv, ast.Subscript):
+            base = ref_chain(recv.value)
+            kind = _index_kind(recv.slice)
+            if base is not None and len(base) >= 2 and kind is not None:
+                self.use("index", base, node.attr, node, guard,
+                         protected or _is_guarded(base, None, guarded), (kind, self.pos(recv.slice)))
+
+
+def _is_guarded(chain: tuple, attr: str | None, guarded: frozenset) -> bool:
+    for g, a in guarded:
+        if a is None and (chain[:len(g)] == g or g[:len(chain)] == chain):
+            return True
+        if a is not None and chain == g and attr == a:
+            return True
+    return False
+
+
+def _branches(value, guard) -> list:
+    if isinstance(value, ast.IfExp):
+        t = formula(value.test)
+        return _branches(value.body, f_and(guard, t)) + _branches(value.orelse, f_and(guard, f_not(t)))
+    return [(guard, value)]
+
+
+def _loop_source(it: ast.AST):
+    """``(chain, enumerated)`` when a loop walks every slot of ``chain`` (``for x in a.layers``,
+    ``enumerate(a.layers)``, ``zip(...)`` is not followed); ``None`` otherwise (slices,
+    ``islice``, ``range(start_layer, end_layer)``)."""
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+        c = ref_chain(it.args[0])
+        return (c, True) if c is not None and len(c) >= 2 else None
+    c = ref_chain(it)
+    return (c, False) if c is not None and len(c) >= 2 else None
+
+
+def _loop_var(target: ast.AST, enumerated: bool) -> str | None:
+    if enumerated:
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
+            return target.elts[1].id
+        return None
+    return target.id if isinstance(target, ast.Name) else None
+
+
+def collect(tree: ast.Module, lines) -> dict | None:
+    """The placeholder facts of one module (see the module docstring).  ``uses`` holds
+    ``(kind, class, function line, chain, attr, (row, col, end_row, end_col), guard, guarded,
+    extra)``: ``read`` (``chain.attr`` where ``chain`` ends in a name a placeholder may be
+    assigned to), ``alias`` (``self.lm_head = chain``), ``arg`` (``x.tie_weights(chain)``),
+    ``index`` (``chain[k].attr``; extra = (index kind, index position)), ``loop``
+    (``for v in chain: v.attr``; extra = the loop variable); ``guarded`` is true under an
+    ``isinstance``/``hasattr`` test of the receiver or a handler of ``AttributeError``."""
+    out: dict[str, Any] = {"assigns": [], "lists": [], "uses": []}
+    local = set()  # attributes this module assigns a placeholder to
+    for sub in ast.walk(tree):
+        if isinstance(sub, ast.Assign) and any(
+                isinstance(c, ast.Call) and (dotted_name(c.func) or "").rsplit(".", 1)[-1] == F.PLACEHOLDER_CLASS
+                for c in ast.walk(sub.value)):
+            for t in sub.targets:
+                if isinstance(t, ast.Attribute):
+                    local.add(t.attr)
+    names = PLACEHOLDER_NAMES | frozenset(local)
+
+    def visit(body, cls):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, node.name if cls is None else None)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                w = _Walker(lines, out, cls, node, names)
+                w.block(node.body, TRUE, frozenset(), False, {})
+            elif isinstance(node, (ast.If, ast.Try)):
+                for b in (node.body, node.orelse, getattr(node, "finalbody", [])):
+                    visit(b, cls)
+
+    visit(tree.body, None)
+    if not (out["assigns"] or out["uses"] or out["lists"]):
+        return None
+    return out
+
+
+# -- judging -----------------------------------------------------------------------------------
+FACTS_KEY = "pp-ranks"
+
+
+class RankFacts:
+    """Answers, across files, what an attribute holds on each rank (memoized per run)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.r = ctx.resolver
+        self._memo: dict = {}
+
+    @classmethod
+    def of(cls, ctx) -> "RankFacts":
+        got = ctx.shared.get(FACTS_KEY)
+        if got is None or got.ctx.project is not ctx.project:
+            got = ctx.shared[FACTS_KEY] = cls(ctx)
+        got.ctx = ctx
+        return got
+
+    def module_facts(self, module: str) -> dict | None:
+        s = self.ctx.project.summary(module)
+        return None if s is None else s.get("facts", {}).get(FACTS_KEY)
+
+    def is_placeholder_call(self, module: str, callee: str | None) -> bool:
+        if callee is None:
+            return False
+        if callee.rsplit(".", 1)[-1] != F.PLACEHOLDER_CLASS:
+            return False
+        sym = self.r.resolve_dotted(module, callee)
+        if sym is None:
+            return True  # named PPMissingLayer and imported from outside the project
+        if sym[0] == "class":
+            return sym[2] == F.PLACEHOLDER_CLASS
+        return sym[0] == "external" and sym[1].endswith("." + F.PLACEHOLDER_CLASS)
+
+    def placeholder_safe_attrs(self) -> frozenset | None:
+        """Attributes a read of which does not raise on a placeholder: ``torch.nn.Module``'s and
+        those the analysed tree's ``PPMissingLayer`` defines; ``None`` when its placeholder
+        answers any attribute (``__getattr__``), so that no read can fail."""
+        if "safe" in self._memo:
+            return self._memo["safe"]
+        names = set(F.MODULE_ATTRIBUTES)
+        for st in self.ctx.checked:
+            rec = st.summary["classes"].get(F.PLACEHOLDER_CLASS)
+            key = (st.module, F.PLACEHOLDER_CLASS)
+            if rec is None:
+                continue
+            try:
+                mro = self.r.mro(key)
+            except Exception:
+                mro = [key]
+            for entry in mro:
+                if entry[0] == "<external>":
+                    continue
+                try:
+                    crec = self.r.class_record(entry)
+                except Exception:
+                    continue
+                if "__getattr__" in crec["methods"] or "__getattribute__" in crec["methods"]:
+                    self._memo["safe"] = None
+                    return None
+                names.update(crec["body_names"], crec["properties"], crec["methods"])
+                for scope in crec["methods"].values():
+                    names.update(scope["assigns"])
+        self._memo["safe"] = frozenset(names)
+        return self._memo["safe"]
+
+    def placeholder_condition(self, key, attr: str):
+        """``(formula, where)`` when ``attr`` of an instance of class ``key`` holds a placeholder
+        under ``formula`` after ``__init__``; ``None`` when it never does or cannot be told."""
+        mkey = ("pc", key, attr)
+        if mkey in self._memo:
+            return self._memo[mkey]
+        self._memo[mkey] = None
+        try:
+            inits = self.r.executed_inits(key)
+            if self.r.attribute_status(key, attr) != "present":
+                return None
+        except Exception:
+            return None
+        executed = {(owner, scope["line"]) for owner, scope in inits}
+        records = []
+        for entry in self.r.mro(key):
+            if entry[0] == "<external>":
+                continue
+            mf = self.module_facts(entry[0]) or {}
+            for cls, method, a, line, callee, guard in mf.get("assigns", ()):
+                if cls != entry[1] or a != attr:
+                    continue
+                if method != "__init__":
+                    return None  # set again later by another method: cannot tell what it holds
+                records.append((line, self.is_placeholder_call(entry[0], callee), guard, entry))
+        if not any(p for _, p, _, _ in records):
+            return None
+        if not all((e, _init_line(self.r, e)) in executed for _, _, _, e in records):
+            return None
+        conds = []
+        where = None
+        for line, is_ph, guard, entry in records:
+            if not is_ph:
+                continue
+            later = [g for ln, p, g, e in records if not p and e == entry and ln > line]
+            conds.append(f_and(guard, f_not(f_or(*later))) if later else guard)
+            where = where or (entry, line)
+        result = (f_or(*conds), where)
+        self._memo[mkey] = result
+        return result
+
+    def is_layer_list(self, key, attr: str) -> bool:
+        """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
+        try:
+            mro = self.r.mro(key)
+        except Exception:
+            return False
+        for entry in mro:
+            if entry[0] == "<external>":
+                continue
+            mf = self.module_facts(entry[0]) or {}
+            if any(c == entry[1] and a == attr for c, a, _ in mf.get("lists", ())):
+                return True
+        return False
+
+    def receiver_classes(self, chain: tuple, cls: str | None, fline: int):
+        """Classes ``chain`` may be in the function at ``fline`` of class ``cls`` of this file."""
+        from .index import scopes_by_line
+
+        skey = ("scopes", self.ctx.file.path)
+        scopes = self.ctx.shared.get(skey)
+        if scopes is None:
+            scopes = self.ctx.shared[skey] = scopes_by_line(self.ctx.summary)
+        scope = scopes.get((cls, fline))
+        if scope is None:
+            return None
+        clskey = (self.ctx.module, cls) if cls else None
+        try:
+            return self.r.chain_candidates(tuple(chain), self.ctx.module, clskey, scope)
+        except Exception:
+            return None
+
+    def list_owners(self, chain: tuple, cls: str | None, fline: int):
+        """The classes that hold ``chain[-1]`` as a ``make_layers`` list, with a sentence that says
+        how that was found; ``([], "")`` when not every candidate does.  When the receiver's class is
+        not known (a parameter annotated ``nn.Module``), the checked files decide: every class of
+        theirs that reaches the same attribute path must build it with ``make_layers``."""
+        owners = self.receiver_classes(chain[:-1], cls, fline)
+        lst = chain[-1]
+        if owners:
+            if all(self.is_layer_list(k, lst) for k in owners):
+                names = " | ".join(k[1] for k in sorted(owners))
+                return sorted(owners), f"`{'.'.join(chain[:-1])}` is a `{names}`, whose `{lst}` comes from `make_layers`"
+            return [], ""
+        # structural: the longest suffix of attribute steps that some checked class has
+        for start in range(1, len(chain) - 1):
+            steps = chain[start:-1]
+            fits, misfits = [], []
+            for st in self.ctx.checked:
+                for cname in st.summary["classes"]:
+                    key = (st.module, cname)
+                    holders = self._follow(key, steps)
+                    if holders is None:
+                        continue
+                    # a class without the attribute at all cannot be what the code reads
+                    having = [h for h in holders if self._status(h, lst) != "absent"]
+                    if having:
+                        (fits if all(self.is_layer_list(h, lst) for h in having) else misfits).append(key)
+            if fits and not misfits:
+                names = ", ".join(sorted(k[1] for k in fits))
+                return fits, (f"the class of `{'.'.join(chain[:start])}` is not known; every class of the checked files "
+                              f"that has `.{'.'.join(steps)}.{lst}` ({names}) builds `{lst}` with `make_layers`")
+            if fits or misfits:
+                return [], ""
+        return [], ""
+
+    def _status(self, key, attr: str) -> str:
+        try:
+            return self.r.attribute_status(key, attr)
+        except Exception:
+            return "unknown"
+
+    def _follow(self, key, steps):
+        current = {key}
+        for step in steps:
+            nxt = set()
+            for ck in current:
+                got = self.r.attr_candidates(ck, step)
+                if got is None:
+                    return None
+                nxt |= got[0]
+            current = nxt
+        return current or None
+
+    def where(self, entry_line) -> str:
+        from .textio import display_path
+
+        (module, _cls), line = entry_line
+        path = self.ctx.project.path(module)
+        return f"{display_path(path) if path else module}:{line}"
+
+
+def _init_line(r, entry) -> int | None:
+    scope = r.class_record(entry)["methods"].get("__init__")
+    return None if scope is None else scope["line"]
+
+
+NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
+
+
+class PlaceholderRule:
+    """Mixin of the placeholder rules (PPA101-PPA103): one shared collector (:func:`collect`,
+    facts key ``pp-ranks``; pass ``facts_key=FACTS_KEY`` and ``needles`` including
+    :data:`NEEDLES` to the rule's constructor) and the walk over the recorded uses of the kinds a rule judges."""
+
+    kinds: tuple[str, ...] = ()  # the use kinds of collect() that the rule judges
+
+    def collect(self, tree, lines):
+        return collect(tree, lines)
+
+    def check(self, ctx):
+        mf = ctx.facts(FACTS_KEY)
+        if not mf:
+            return []
+        rf = RankFacts.of(ctx)
+        safe = rf.placeholder_safe_attrs()
+        if safe is None:  # the tree's PPMissingLayer answers every attribute
+            return []
+        out = []
+        for use in mf["uses"]:
+            if use[0] in self.kinds and not use[7]:
+                f = self.judge(ctx, rf, safe, *use)
+                if f is not None:
+                    out.append(f)
+        return out
+
+    def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):  # pragma: no cover
+        raise NotImplementedError

@@ -1,0 +1,62 @@
+"""PPA101 placeholder-attribute: an attribute of a value that is a ``PPMissingLayer`` on some
+pipeline-parallel rank, read where the guard does not rule that rank out (see README.md)."""
+
+from __future__ import annotations
+
+from pp_attr_lint import ranks
+from pp_attr_lint.plugin import Rule
+
+
+class PlaceholderAttribute(ranks.PlaceholderRule, Rule):
+    kinds = ("read", "alias", "arg")
+
+    def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
+        if kind == "read" and attr in safe:
+            return None
+        owners = rf.receiver_classes(chain[:-1], cls, fline)
+        if not owners:
+            return None
+        conds, wheres = [], []
+        for k in sorted(owners):
+            pc = rf.placeholder_condition(k, chain[-1])
+            if pc is None:
+                return None  # some candidate never holds a placeholder there (or cannot be told)
+            conds.append(pc[0])
+            wheres.append(rf.where(pc[1]))
+        use_guard = ranks.f_and(guard, ranks.LAST) if kind == "alias" else guard
+        env = ranks.satisfying(ranks.f_and(use_guard, ranks.f_or(*conds)))
+        if env is None:
+            return None
+        recv = ".".join(chain)
+        holder = " | ".join(k[1] for k in sorted(owners))
+        rank = ranks.rank_words(env)
+        where = ", ".join(dict.fromkeys(wheres))
+        if kind == "read":
+            what = f"reads `{recv}.{attr}`"
+            fails = f"`PPMissingLayer` has no attribute `{attr}`"
+        elif kind == "alias":
+            what = f"makes `{attr}` an alias of `{recv}`"
+            fails = (f"`{attr}` is used on the last rank (the logits processor reads its `weight` / "
+                     f"`quant_method`), which a `PPMissingLayer` does not have")
+        else:
+            what = f"passes `{recv}` to `{extra}()`, which reads its `{attr}`"
+            fails = f"`PPMissingLayer` has no attribute `{attr}`"
+        message = (f"`{recv}` is a `PPMissingLayer` placeholder on {rank} ({holder}.{chain[-1]} is assigned one at "
+                   f"{where}); this line {what} there, and {fails}: AttributeError on that rank only.")
+        explanation = [
+            f"`{'.'.join(chain[:-1])}` is a `{holder}`; its `{chain[-1]}` is a `PPMissingLayer` when "
+            f"{ranks.describe(ranks.f_or(*conds))} (assigned at {where})",
+            f"this line runs when {ranks.describe(guard)}" + (" and the model runs on the last rank" if kind == "alias" else ""),
+            "both hold on " + rank + ranks.describe_env(env),
+        ]
+        row, col, end_row, end_col = pos
+        return self.finding(ctx, row, col, end_row, end_col, message, explanation)
+
+
+RULE = PlaceholderAttribute(
+    code="PPA101",
+    name="placeholder-attribute",
+    summary="Attribute read on a value that is a PPMissingLayer on some pipeline-parallel rank",
+    needles=ranks.NEEDLES + ("tie_weights",),
+    facts_key=ranks.FACTS_KEY,
+)

@@ -1,0 +1,52 @@
+"""PPA102 placeholder-by-index: a fixed slot of a ``make_layers`` list (``layers[0]``,
+``layers[-1]``, ``layers[num_hidden_layers - 1]``) followed by an attribute read (see README.md)."""
+
+from __future__ import annotations
+
+from pp_attr_lint import ranks
+from pp_attr_lint.model import Edit
+from pp_attr_lint.plugin import Rule
+
+# which ranks hold a placeholder in the slot: `first` slot on every rank but the first, `last`
+# slot on every rank but the last, another constant slot on every rank that does not own it
+_FAILS_WHEN = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
+
+
+class PlaceholderByIndex(ranks.PlaceholderRule, Rule):
+    kinds = ("index",)
+
+    def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
+        if attr in safe:
+            return None
+        index_kind, index_pos = extra
+        owners, how = rf.list_owners(chain, cls, fline)
+        if not owners:
+            return None
+        env = ranks.satisfying(ranks.f_and(guard, _FAILS_WHEN[index_kind]))
+        if env is None:
+            return None
+        recv, lst = ".".join(chain[:-1]), chain[-1]
+        row, col, end_row, end_col = pos
+        slot = {"first": "slot 0", "last": "the last slot"}.get(index_kind, "a fixed slot")
+        rank = ranks.rank_words(env) if index_kind != "const" else "every pipeline-parallel rank that does not own that layer"
+        message = (f"`{recv}.{lst}` comes from `make_layers`, which fills every slot outside "
+                   f"`[start_layer, end_layer)` with `PPMissingLayer`; {slot} is a placeholder on {rank}, "
+                   f"and `PPMissingLayer` has no attribute `{attr}`: AttributeError there.")
+        explanation = [how, f"this line runs when {ranks.describe(guard)}"]
+        fix = None
+        if index_kind in ("first", "last") and how.startswith("`"):
+            new = f"{recv}.start_layer" if index_kind == "first" else f"{recv}.end_layer - 1"
+            r0, c0, r1, c1 = index_pos
+            fix = self.make_fix("safe", f"Index with `{new}` (this rank's own {'first' if index_kind == 'first' else 'last'} layer)",
+                                [Edit(new, r0, c0 + 1, r1, c1 + 1)])
+        return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix)
+
+
+RULE = PlaceholderByIndex(
+    code="PPA102",
+    name="placeholder-by-index",
+    summary="Attribute read on a fixed slot of a make_layers list, a PPMissingLayer on some rank",
+    fix_applicability="safe",
+    needles=ranks.NEEDLES + (".layers[",),
+    facts_key=ranks.FACTS_KEY,
+)

@@ -1,0 +1,59 @@
+"""PPA103 placeholder-in-loop: a loop over every slot of a ``make_layers`` list that reads an
+attribute of the element without a guard (see README.md)."""
+
+from __future__ import annotations
+
+from pp_attr_lint import ranks
+from pp_attr_lint.model import Edit
+from pp_attr_lint.plugin import Rule
+
+
+class PlaceholderInLoop(ranks.PlaceholderRule, Rule):
+    kinds = ("loop",)
+
+    def check(self, ctx):
+        # one finding per loop (its first unguarded read): the fix rewrites the loop once
+        seen: set = set()
+        out = []
+        for f in super().check(ctx):
+            key = tuple(f.fix_data["iter"])
+            if key not in seen:
+                seen.add(key)
+                out.append(f)
+        return out
+
+    def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
+        if attr in safe:
+            return None
+        var, iter_pos, enumerated, simple = extra
+        owners, how = rf.list_owners(chain, cls, fline)
+        if not owners:
+            return None
+        env = ranks.satisfying(guard)
+        if env is None:
+            return None
+        recv, lst = ".".join(chain[:-1]), chain[-1]
+        message = (f"The loop walks every slot of `{recv}.{lst}`, which `make_layers` fills with `PPMissingLayer` "
+                   f"outside `[start_layer, end_layer)`; `{var}.{attr}` raises AttributeError on the first "
+                   f"placeholder, on every pipeline-parallel rank when pipeline_parallel_size >= 2.")
+        explanation = [how, f"no `isinstance({var}, PPMissingLayer)` / `hasattr` guard, slice or "
+                            f"`range(start_layer, end_layer)` limits the loop"]
+        fix = None
+        if simple and how.startswith("`"):
+            sliced = f"{recv}.{lst}[{recv}.start_layer:{recv}.end_layer]"
+            new = f"enumerate({sliced}, start={recv}.start_layer)" if enumerated else sliced
+            r0, c0, r1, c1 = iter_pos
+            fix = self.make_fix("safe", f"Loop over this rank's own layers: `{new}`", [Edit(new, r0, c0 + 1, r1, c1 + 1)])
+        row, col, end_row, end_col = pos
+        return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix,
+                            fix_data={"iter": list(iter_pos)})
+
+
+RULE = PlaceholderInLoop(
+    code="PPA103",
+    name="placeholder-in-loop",
+    summary="Loop over every slot of a make_layers list reads an attribute of a PPMissingLayer",
+    fix_applicability="safe",
+    needles=ranks.NEEDLES,
+    facts_key=ranks.FACTS_KEY,
+)
