@@ -136,7 +136,8 @@ class _Summarizer:
     def __init__(self, source: str, attrs: frozenset[str]):
         self.attrs = attrs
         self.lines = LineIndex(source)
-        self._guarded: dict[tuple, set[int]] = {}
+        self._guarded: dict[tuple, set[int]] | None = {}
+        self._guard_fn: ast.AST | None = None  # the function whose guards _guarded holds (computed lazily)
         self.summary: dict[str, Any] = {
             "imports": {},
             "aliases": {},
@@ -330,7 +331,7 @@ class _Summarizer:
         for a in (args.vararg, args.kwarg):
             if a is not None:
                 params[a.arg] = None
-        self._guarded = _hasattr_guarded(fn)
+        self._guarded, self._guard_fn = None, fn  # computed at the first watched read only
         self._cls = cls
         scope = {
             "line": fn.lineno,
@@ -459,6 +460,8 @@ class _Summarizer:
     def _site(self, node: ast.AST, recv: ast.AST, kind: str, attr: str, scope: dict | None, cls: str | None) -> None:
         chain = ref_chain(recv)
         # attributes `a` for which this read runs only under `hasattr(recv, "a")`
+        if self._guarded is None:
+            self._guarded = _hasattr_guarded(self._guard_fn) if self._guard_fn is not None else {}
         guards = sorted({a for (c, a), ids in self._guarded.items()
                          if (c == chain or (c, a) == ANY_GUARD) and id(node) in ids})
         end_line = getattr(node, "end_lineno", node.lineno)  # type: ignore[attr-defined]
@@ -732,11 +735,11 @@ def _sub_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
 @dataclass(frozen=True)
 class IndexSpec:
     """What the enabled rules ask of the index: the attribute names whose reads are recorded, the
-    prefilter's needles (see :func:`pp_attr_lint.project.make_prefilter`), and the rules' own
+    rules' own prefilters (see :func:`pp_attr_lint.project.make_prefilter`), and the rules' own
     collectors ``(code, collect)``; ``key`` names all of it for the cache."""
 
     attrs: frozenset[str]
-    needles: tuple[str, ...] = ()
+    prefilters: tuple[Callable, ...] = ()
     collectors: tuple[tuple[str, Callable], ...] = ()
     key: str = ""
 
@@ -746,15 +749,16 @@ def index_spec(rules) -> IndexSpec:
     from .plugin import Rule
 
     attrs = frozenset(a for r in rules for a in r.attributes)
-    needles = tuple(sorted({n for r in rules for n in r.needles}))
+    # a rule whose prefilter is the default one and has no needles asks for nothing
+    prefilters = tuple(r.prefilter for r in rules if type(r).prefilter is not Rule.prefilter or r.needles)
     own = {}
     for r in rules:
         if type(r).collect is not Rule.collect:
             own.setdefault(r.facts_name, (r.collect, r.version))
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
-    key = "|".join([",".join(sorted(attrs)), ",".join(needles),
+    key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
                     ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
-    return IndexSpec(attrs, needles, collectors, key)
+    return IndexSpec(attrs, prefilters, collectors, key)
 
 
 def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknown>") -> dict[str, Any]:

@@ -13,8 +13,8 @@ A rule lives in one folder under ``rules/`` (``rules/PPA101/``):
 
 What a rule asks of the engine:
 
-* :attr:`Rule.needles`: words whose presence in a file's bytes makes the file worth parsing (the
-  prefilter runs on every file; only hits are parsed);
+* :meth:`Rule.prefilter` (by default: one of :attr:`Rule.needles` occurs): whether a file's bytes
+  make it worth parsing (the prefilter runs on every file; only hits are parsed);
 * :attr:`Rule.attributes`: attribute names whose reads the index records with their receivers
   (``x.start_layer``, ``getattr(x, "start_layer")``), for rules that judge reads by name;
 * :meth:`Rule.collect`: facts of its own, taken from a parsed module (``ast``) and cached with the
@@ -22,7 +22,7 @@ What a rule asks of the engine:
 * :meth:`Rule.check`: the findings of one checked file, given a :class:`FileContext` that reaches
   the shared :class:`~pp_attr_lint.resolve.Resolver` (one per project group and run).
 
-The engine never needs to change for a new rule: it takes the union of the rules' needles and
+The engine never needs to change for a new rule: it takes the union of the rules' prefilters and
 attributes, runs every rule's collector when it parses a file, and calls every rule's check on
 every checked file.
 """
@@ -65,6 +65,13 @@ class Rule:
         return self.facts_key or self.code
 
     # -- what the rule asks of the index ---------------------------------------------------------
+    def prefilter(self, data: bytes) -> bool:
+        """Whether a file's bytes can hold something this rule reports (only such files are
+        parsed; files are also parsed when another rule or a resolution needs them).  It may say
+        yes too often, and should look at as few bytes as it can: it runs on every file of every
+        run.  Default: one of :attr:`needles` occurs."""
+        return any(n.encode() in data for n in self.needles)
+
     def collect(self, tree: ast.Module, lines: "LineIndex") -> Any:
         """Facts of this rule from one parsed module (plain builtin data, or ``None``).
 

@@ -159,23 +159,22 @@ class Cache:
         self._dirty.clear()
 
 
-def make_prefilter(attrs: frozenset[str], needles: tuple[str, ...] = ()):
+def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
     """A bytes -> bool test that is true for every file that can contain a watched read with a
     receiver other than plain ``self`` (``x.start_layer``, ``a.b.start_layer``, ``(...).start_layer``,
-    ``getattr(x, "start_layer")``) or one of ``needles`` (the words a rule needs to see in a file,
-    e.g. ``PPMissingLayer``).  It may say yes too often (comments), never too rarely.
+    ``getattr(x, "start_layer")``) or that one of the rules' own ``prefilters`` (bytes -> bool)
+    accepts.  It may say yes too often (comments), never too rarely.
 
     It looks for the names with :meth:`bytes.find` and inspects only a short window before each
     occurrence of an attribute, which is much faster than a regular expression over the whole file."""
     attr_needles = [a.encode() for a in sorted(attrs)]
-    plain = [n.encode() for n in needles]
     # what may stand right before `.ATTR`: `name .`, `.name .`, `) .` (spaces and `\` newlines allowed)
     before = re.compile(rb"(?:(\.?)[\s\\]*\b(\w+)|(\)))[\s\\]*\.[\s\\]*\Z")
     word = re.compile(rb"\w")
 
     def hit(data: bytes) -> bool:
-        for needle in plain:
-            if needle in data:
+        for pf in prefilters:
+            if pf(data):
                 return True
         for needle in attr_needles:
             i = data.find(needle)
@@ -265,7 +264,7 @@ class Project:
         self.roots = [str(r) for r in dict.fromkeys(Path(os.path.abspath(r)) for r in roots)]
         self.spec = spec
         self.cache = cache
-        self.prefilter = make_prefilter(spec.attrs, spec.needles)
+        self.prefilter = make_prefilter(spec.attrs, spec.prefilters)
         self.by_module: dict[str, FileState | None] = {}
         self.overrides = {m: os.path.abspath(p) for m, p in (overrides or {}).items()}
         self._root_set = set(self.roots)

@@ -460,21 +460,28 @@ def collect(tree: ast.Module, lines) -> dict | None:
     (``for v in chain: v.attr``; extra = the loop variable); ``guarded`` is true under an
     ``isinstance``/``hasattr`` test of the receiver or a handler of ``AttributeError``."""
     out: dict[str, Any] = {"assigns": [], "lists": [], "uses": []}
+    text = "".join(lines.lines)
     local = set()  # attributes this module assigns a placeholder to
-    for sub in ast.walk(tree):
-        if isinstance(sub, ast.Assign) and any(
-                isinstance(c, ast.Call) and (dotted_name(c.func) or "").rsplit(".", 1)[-1] == F.PLACEHOLDER_CLASS
-                for c in ast.walk(sub.value)):
-            for t in sub.targets:
-                if isinstance(t, ast.Attribute):
-                    local.add(t.attr)
+    if F.PLACEHOLDER_CLASS in text:
+        for sub in ast.walk(tree):
+            if isinstance(sub, ast.Assign) and F.PLACEHOLDER_CLASS in "".join(
+                    lines.lines[sub.value.lineno - 1:sub.value.end_lineno]):
+                for t in sub.targets:
+                    if isinstance(t, ast.Attribute):
+                        local.add(t.attr)
     names = PLACEHOLDER_NAMES | frozenset(local)
+    # a function is walked only when its text can hold a use or an assignment this module records
+    triggers = tuple({f".{n}" for n in names} | {".layers", "tie_weights", F.MAKE_LAYERS})
+
+    def worth(fn) -> bool:
+        body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+        return any(t in body for t in triggers)
 
     def visit(body, cls):
         for node in body:
             if isinstance(node, ast.ClassDef):
                 visit(node.body, node.name if cls is None else None)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and worth(node):
                 w = _Walker(lines, out, cls, node, names)
                 w.block(node.body, TRUE, frozenset(), False, {})
             elif isinstance(node, (ast.If, ast.Try)):

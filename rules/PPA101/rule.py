@@ -10,6 +10,13 @@ from pp_attr_lint.plugin import Rule
 class PlaceholderAttribute(ranks.PlaceholderRule, Rule):
     kinds = ("read", "alias", "arg")
 
+    def prefilter(self, data: bytes) -> bool:
+        """The file builds a placeholder (and reads or aliases a value that may be one), or ties
+        weights."""
+        return b"tie_weights(" in data or (b"PPMissingLayer" in data and any(
+            n in data for n in (b".embed_tokens", b".lm_head", b".norm", b".wte", b".ln_f", b".embed_in",
+                                b".final_layer", b".word_embeddings")))
+
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
         if kind == "read" and attr in safe:
             return None
@@ -57,6 +64,6 @@ RULE = PlaceholderAttribute(
     code="PPA101",
     name="placeholder-attribute",
     summary="Attribute read on a value that is a PPMissingLayer on some pipeline-parallel rank",
-    needles=ranks.NEEDLES + ("tie_weights",),
+    needles=("PPMissingLayer", "tie_weights"),
     facts_key=ranks.FACTS_KEY,
 )

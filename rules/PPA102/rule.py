@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import ranks
 from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
@@ -12,8 +14,20 @@ from pp_attr_lint.plugin import Rule
 _FAILS_WHEN = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
 
 
+_INDEXED = re.compile(rb"\.layers\[\s*(?:-?\s*\d+|[\w.()]+\s*-\s*1)\s*\]\s*\.")
+
+
 class PlaceholderByIndex(ranks.PlaceholderRule, Rule):
     kinds = ("index",)
+
+    def prefilter(self, data: bytes) -> bool:
+        """``.layers[<constant>].`` or ``.layers[<n> - 1].`` occurs."""
+        i = data.find(b".layers[")
+        while i >= 0:
+            if _INDEXED.match(data, i):
+                return True
+            i = data.find(b".layers[", i + 8)
+        return False
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
         if attr in safe:
@@ -47,6 +61,6 @@ RULE = PlaceholderByIndex(
     name="placeholder-by-index",
     summary="Attribute read on a fixed slot of a make_layers list, a PPMissingLayer on some rank",
     fix_applicability="safe",
-    needles=ranks.NEEDLES + (".layers[",),
+    needles=(".layers[",),
     facts_key=ranks.FACTS_KEY,
 )

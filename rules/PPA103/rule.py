@@ -3,13 +3,29 @@ attribute of the element without a guard (see README.md)."""
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import ranks
 from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
 
 
+_WHOLE_LIST = re.compile(rb"\.layers\s*[:)]")
+
+
 class PlaceholderInLoop(ranks.PlaceholderRule, Rule):
     kinds = ("loop",)
+
+    def prefilter(self, data: bytes) -> bool:
+        """The file uses ``make_layers`` and has ``in ... .layers:`` / ``in enumerate(... .layers)``."""
+        if b"make_layers" not in data:
+            return False
+        i = data.find(b".layers")
+        while i >= 0:
+            if _WHOLE_LIST.match(data, i) and data.rfind(b" in ", max(0, i - 120), i) >= 0:
+                return True
+            i = data.find(b".layers", i + 7)
+        return False
 
     def check(self, ctx):
         # one finding per loop (its first unguarded read): the fix rewrites the loop once
@@ -54,6 +70,6 @@ RULE = PlaceholderInLoop(
     name="placeholder-in-loop",
     summary="Loop over every slot of a make_layers list reads an attribute of a PPMissingLayer",
     fix_applicability="safe",
-    needles=ranks.NEEDLES,
+    needles=("make_layers",),
     facts_key=ranks.FACTS_KEY,
 )

@@ -1,0 +1,181 @@
+"""PPA201 missing-pp-hook: a class with ``SupportsPP`` on its MRO that neither defines nor assigns
+``make_empty_intermediate_tensors``, so the protocol's stub answers (see README.md)."""
+
+from __future__ import annotations
+
+import ast
+
+from pp_attr_lint import facts as F
+from pp_attr_lint.model import Edit
+from pp_attr_lint.plugin import Rule
+from pp_attr_lint.resolve import EXTERNAL, Unresolved
+
+_STUB_BODIES = (ast.Pass,)
+
+
+def _stub_kind(fn: ast.FunctionDef) -> str:
+    """``stub`` when a method body only holds a docstring, ``...``, ``pass`` or
+    ``raise NotImplementedError`` (it answers ``None`` or raises), else ``impl``."""
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if not body:
+        return "stub"
+    if len(body) == 1 and (isinstance(body[0], ast.Pass) or (
+            isinstance(body[0], ast.Raise) and "NotImplementedError" in ast.unparse(body[0]))):
+        return "stub"
+    return "impl"
+
+
+class MissingPPHook(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        """``SupportsPP`` occurs more often than the hook's name: some class may list the protocol
+        without a hook (an import, one class and one ``def`` or an assignment ``self.h = x.h``
+        balance out).  A file whose classes inherit the protocol through a base that lacks the
+        hook is reported at that base."""
+        s = data.count(b"SupportsPP")
+        if not s:
+            return False
+        h = data.count(b"make_empty_intermediate_tensors")
+        return h == 0 or s > h
+
+    def collect(self, tree, lines):
+        """``protocol``: how classes named ``SupportsPP`` provide the hook (``stub``, ``impl``,
+        ``annotation``); ``inits``: per class, where a statement can be appended to its
+        ``__init__`` (indent column, end row and end column of the last statement)."""
+        protocol, inits = {}, {}
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef):
+                continue
+            if node.name == F.PP_PROTOCOL:
+                for st in node.body:
+                    if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == F.PP_HOOK:
+                        protocol[node.name] = _stub_kind(st)
+                    elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.target.id == F.PP_HOOK:
+                        protocol.setdefault(node.name, "annotation" if st.value is None else "impl")
+            for st in node.body:
+                if isinstance(st, ast.FunctionDef) and st.name == "__init__" and st.body:
+                    last = st.body[-1]
+                    inits[node.name] = (lines.col(st.body[0].lineno, st.body[0].col_offset), last.end_lineno,
+                                        lines.col(last.end_lineno, last.end_col_offset),
+                                        (st.args.posonlyargs + st.args.args)[0].arg if st.args.args else None)
+        return {"protocol": protocol, "inits": inits} if (protocol or inits) else None
+
+    def check(self, ctx):
+        out = []
+        mine = ctx.facts(self.code) or {}
+        for cname, rec in ctx.summary["classes"].items():
+            if "." in cname or cname == F.PP_PROTOCOL or cname.startswith("Supports"):
+                continue
+            bases = [(b or "").rsplit(".", 1)[-1] for b in rec["bases"]]
+            if F.PP_PROTOCOL not in bases:
+                continue  # judged where the protocol is listed (a subclass inherits its base's hook)
+            if "Protocol" in bases or "ABC" in bases:
+                continue  # an interface or an abstract base: its subclasses provide the hook
+            f = self._judge(ctx, (ctx.module, cname), rec, mine)
+            if f is not None:
+                out.append(f)
+        return out
+
+    def _judge(self, ctx, key, rec, mine):
+        r = ctx.resolver
+        try:
+            mro = r.mro(key)
+            r.check_resolved(key)
+            inits = r.executed_inits(key)
+        except Unresolved:
+            return None
+        proto_at = None
+        for i, entry in enumerate(mro):
+            name = entry[1].rsplit(".", 1)[-1]
+            if name == F.PP_PROTOCOL:
+                proto_at = i
+                break
+        if proto_at is None:
+            return None
+        proto = mro[proto_at]
+        if proto[0] == EXTERNAL:
+            how = "stub"  # vLLM's own protocol: a `...` body (vllm/model_executor/models/interfaces.py)
+        else:
+            pf = ctx.facts(self.code, proto[0]) or {}
+            how = pf.get("protocol", {}).get(proto[1])
+            if how not in ("stub", "annotation"):
+                return None
+        executed = {id(scope) for _, scope in inits}
+        for entry in mro[:proto_at] + [e for e in mro[proto_at + 1:]]:
+            if entry[0] == EXTERNAL:
+                continue
+            crec = r.class_record(entry)
+            for special in ("__getattr__", "__getattribute__", "__setattr__"):
+                if special in crec["methods"]:
+                    return None
+            if entry in mro[:proto_at] and (F.PP_HOOK in crec["methods"] or F.PP_HOOK in crec["body_names"]
+                                            or F.PP_HOOK in crec["properties"] or F.PP_HOOK in crec["annotations"]):
+                return None
+            for mname, scope in crec["methods"].items():
+                if scope["dynamic"] or (mname == "__init__" and id(scope) in executed and scope.get("passes_self")):
+                    return None
+                if F.PP_HOOK in scope["assigns"] and (mname != "__init__" or id(scope) in executed):
+                    return None
+        chain = " -> ".join(e[1].rsplit(".", 1)[-1] if e[0] == EXTERNAL else e[1] for e in mro)
+        result = "returns `None`" if how == "stub" else "raises AttributeError"
+        message = (f"`{key[1]}` lists `SupportsPP` but neither defines nor assigns `{F.PP_HOOK}`; the protocol's "
+                   f"{'stub' if how == 'stub' else 'annotation'} answers instead and {result}. The model runner calls it "
+                   f"on every pipeline-parallel rank but the first, to allocate the tensors it receives.")
+        explanation = [f"MRO: {chain}",
+                       f"no class before `{proto[1].rsplit('.', 1)[-1]}` on the MRO defines `{F.PP_HOOK}`, and no "
+                       f"executed `__init__` assigns `self.{F.PP_HOOK}`"]
+        fix = self._fix(ctx, key, mine, inits, explanation)
+        return self.finding(ctx, rec["line"], rec["col"], rec["line"], rec["col"] + len("class " + key[1]),
+                            message, explanation, fix=fix)
+
+    @staticmethod
+    def _provides(r, key) -> bool:
+        """Whether instances of ``key`` have the hook of their own: a method, property or class
+        attribute before any ``SupportsPP`` on the MRO, or an assignment in an executed ``__init__``."""
+        try:
+            mro = r.mro(key)
+            inits = r.executed_inits(key)
+        except Unresolved:
+            return False
+        if any(F.PP_HOOK in scope["assigns"] for _, scope in inits):
+            return True
+        for entry in mro:
+            if entry[0] == EXTERNAL or entry[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL:
+                return False
+            crec = r.class_record(entry)
+            if F.PP_HOOK in crec["methods"] or F.PP_HOOK in crec["body_names"] or F.PP_HOOK in crec["properties"]:
+                return True
+        return False
+
+    def _fix(self, ctx, key, mine, inits, explanation):
+        """``self.<hook> = self.<a>.<hook>`` appended to the class's own ``__init__`` when exactly one
+        attribute set there holds classes that define the hook themselves."""
+        r = ctx.resolver
+        at = (mine.get("inits") or {}).get(key[1])
+        if at is None or not inits or inits[0][0] != key:
+            return None
+        providers = []
+        for attr in sorted(inits[0][1]["assigns"]):
+            got = r.attr_candidates(key, attr)
+            if not got:
+                continue
+            if all(self._provides(r, ck) for ck in got[0]):
+                providers.append(attr)
+        if len(providers) != 1:
+            if providers:
+                explanation.append("no fix: several attributes provide the hook: " + ", ".join(providers))
+            return None
+        indent, end_row, end_col, self_name = at
+        if not self_name:
+            return None
+        stmt = f"{self_name}.{F.PP_HOOK} = {self_name}.{providers[0]}.{F.PP_HOOK}"
+        return self.make_fix("safe", f"Forward the hook: `{stmt}`",
+                             [Edit("\n" + " " * indent + stmt, end_row, end_col + 1, end_row, end_col + 1)])
+
+
+RULE = MissingPPHook(
+    code="PPA201",
+    name="missing-pp-hook",
+    summary="SupportsPP class without make_empty_intermediate_tensors: the protocol stub answers None",
+    fix_applicability="safe",
+    needles=(F.PP_PROTOCOL,),
+)
