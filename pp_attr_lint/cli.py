@@ -138,19 +138,23 @@ def run_rules(args) -> int:
 
     from .config import ConfigError, select_rules
     from .report import rule_markdown
+    from .rules import RuleError, all_rules
 
     try:
         cfg = _load_config(args)
-        rules = select_rules(cfg)
-    except ConfigError as e:
+        enabled = {r.code for r in select_rules(cfg)}
+        rules = all_rules(cfg.rule_files)
+    except (ConfigError, RuleError) as e:
         return _fail(str(e))
     if args.command == "rules":
         if args.output_format == "json":
             print(json.dumps([{"code": r.code, "name": r.name, "summary": r.summary, "attributes": list(r.attributes),
-                               "fix": r.fix_applicability, "source": r.source} for r in rules], indent=2))
+                               "fix": r.fix_applicability, "source": r.source, "default": r.default,
+                               "enabled": r.code in enabled} for r in rules], indent=2))
         else:
             for r in rules:
-                print(f"{r.code}  {r.name:<28} {'[*]' if r.fix_applicability else '   '} {r.summary}")
+                note = "" if r.code in enabled else "  (off: select it by its code)"
+                print(f"{r.code}  {r.name:<28} {'[*]' if r.fix_applicability else '   '} {r.summary}{note}")
         return EXIT_CLEAN
     for r in rules:
         if r.code == args.code.upper():

@@ -170,7 +170,10 @@ def select_rules(cfg: Config, select: list[str] | None = None, ignore: list[str]
             raise ConfigError("an empty rule code in select / ignore / per-file-ignores")
         if not any(_matches(c, s) for c in codes):
             raise ConfigError(f"unknown rule code or prefix `{s}` (known: {', '.join(codes)})")
-    return [r for r in rules if any(_matches(r.code, s) for s in sel) and not any(_matches(r.code, s) for s in ign)]
+    # a rule that is not on by default needs its own code among the selectors
+    return [r for r in rules
+            if (any(_matches(r.code, s) for s in sel) if r.default else r.code in {s.upper() for s in sel})
+            and not any(_matches(r.code, s) for s in ign)]
 
 
 def per_file_ignore(cfg: Config):

@@ -57,6 +57,9 @@ class Rule:
     source: str = field(default="", repr=False)
     settings: Any = None  # resolver facts a data rule adds to the shared ones (pp_attr_lint.settings)
     version: int = 1  # bump when collect() changes: part of the cache key
+    # False: enabled only when its code is selected by name (`--extend-select PPA002`), e.g. a
+    # rule whose prefilter passes too many files to be on by default
+    default: bool = True
     # rules that share one collector (the placeholder family) name the same key; default: the code
     facts_key: str | None = None
 

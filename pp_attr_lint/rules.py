@@ -8,7 +8,8 @@ YAML files (``rules = ["lint/embed_tokens.yaml"]`` in ``[tool.pp-attr-lint]``).
 A rule file is one mapping; see ``rules/PPA001/rule.yaml``.  Required keys: ``code``
 (``[A-Z]+[0-9]+``), ``name``, ``attributes`` (non-empty list of identifiers), ``message`` (a
 ``str.format`` template with ``receiver``, ``wrapper``, ``attr``, ``inner``, ``path``, ``where``).
-Optional: ``kind`` (``wrapper-attribute``), ``summary``, ``fix`` (``applicability``:
+Optional: ``kind`` (``wrapper-attribute``), ``default`` (false: enabled only when selected by
+its code), ``summary``, ``fix`` (``applicability``:
 safe|unsafe|display-only, ``message``), ``url``, ``factories``, ``attributeless_bases``,
 ``transparent_decorators`` (added to the shared facts of :mod:`pp_attr_lint.facts`),
 ``max_path_depth``, ``docs`` (``what_it_does``, ``why_bad``, ``example``, ``fix``, ``references``;
@@ -34,7 +35,7 @@ _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 APPLICABILITIES = ("safe", "unsafe", "display-only")
 KINDS = ("wrapper-attribute",)
 _KEYS = {
-    "code", "name", "summary", "attributes", "message", "fix", "url", "factories", "kind",
+    "code", "name", "summary", "attributes", "message", "fix", "url", "factories", "kind", "default",
     "attributeless_bases", "transparent_decorators", "max_path_depth", "docs",
 }
 _FACTORY_KEYS = {"name", "keyword", "registry_module", "tables", "package"}
@@ -115,6 +116,9 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
         transparent_decorators=tuple(data.get("transparent_decorators") or ()),
         factories=tuple(factories),
     )
+    default = data.get("default", True)
+    if not isinstance(default, bool):
+        raise _err(src, "`default` must be true or false")
     docs = data.get("docs") or {}
     if not isinstance(docs, dict):
         raise _err(src, "`docs` must be a mapping")
@@ -129,6 +133,7 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
         url=data.get("url"),
         settings=settings,
         max_path_depth=depth,
+        default=default,
         docs=dict(docs),
         source=src,
     )

@@ -1,0 +1,235 @@
+"""PPA301 attribute-of-skipped-init: an ``__init__`` that skips a base ``__init__``
+(``nn.Module.__init__(self)``, ``super(Parent, self).__init__()``, or no call at all) leaves
+the attributes only that base sets missing, and an inherited method or a caller reads one of them
+(see README.md)."""
+
+from __future__ import annotations
+
+import ast
+
+from pp_attr_lint.plugin import Rule
+from pp_attr_lint.resolve import EXTERNAL, Unresolved
+from pp_attr_lint.textio import display_path, read_source
+
+
+class SkippedInitAttribute(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        """An explicit base ``__init__`` call or ``super(P, self)``; or a read of a layer-range
+        attribute on another object (the caller side, judged against subclasses)."""
+        return b".__init__(self" in data or b", self).__init__(" in data
+
+    def check(self, ctx):
+        out = []
+        for cname, rec in ctx.summary["classes"].items():
+            init = rec["methods"].get("__init__")
+            if init is None or "." in cname:
+                continue
+            f = self._judge_class(ctx, (ctx.module, cname), rec, init)
+            if f is not None:
+                out.append(f)
+        out.extend(self._judge_callers(ctx))
+        return out
+
+    # -- the class that skips ------------------------------------------------------------------
+    def skipped(self, ctx, key):
+        """``[(base, its __init__ scope, attributes it sets that no executed code sets)]``."""
+        r = ctx.resolver
+        memo = ctx.shared.setdefault(("PPA301", "skipped"), {})
+        if key in memo:
+            return memo[key]
+        memo[key] = []
+        try:
+            r.check_resolved(key)
+            mro = r.mro(key)
+            inits = r.executed_inits(key)
+        except Unresolved:
+            return []
+        executed = {id(s) for _, s in inits}
+        if any(s.get("passes_self") for _, s in inits):
+            return []
+        out = []
+        for entry in mro[1:]:
+            if entry[0] == EXTERNAL:
+                continue
+            scope = r.class_record(entry)["methods"].get("__init__")
+            if scope is None or id(scope) in executed:
+                continue
+            missing = []
+            for attr in sorted(scope["assigns"]):
+                try:
+                    if r.attribute_status(key, attr) == "absent":
+                        missing.append(attr)
+                except Unresolved:
+                    return []
+            if missing:
+                out.append((entry, scope, missing))
+        memo[key] = out
+        return out
+
+    def _judge_class(self, ctx, key, rec, init):
+        skipped = self.skipped(ctx, key)
+        if not skipped:
+            return None
+        r = ctx.resolver
+        mro = r.mro(key)
+        reads = []
+        for base, _scope, missing in skipped:
+            for attr in missing:
+                got = self._inherited_read(ctx, key, mro, attr)
+                if got is not None:
+                    reads.append((base, attr, got))
+        if not reads:
+            return None
+        base, attr, (owner, method, path, line) = reads[0]
+        how = _how(init)
+        message = (f"`{key[1]}.__init__` {how} skips `{base[1]}.__init__`, the only code that sets `{attr}`; "
+                   f"`{owner[1]}.{method}` reads `self.{attr}` ({display_path(path)}:{line}) on `{key[1]}` instances: "
+                   f"AttributeError.")
+        explanation = [f"MRO: {' -> '.join(e[1] for e in mro)}",
+                       f"executed: {', '.join(o[1] + '.__init__' for o, _ in r.executed_inits(key))}"]
+        explanation += [f"`{a}` is set only in skipped `{b[1]}.__init__` and read by `{o[1]}.{m}` "
+                        f"({display_path(p)}:{ln})" for b, a, (o, m, p, ln) in reads]
+        explanation.append(f"help: call `{base[1]}.__init__` (or `super().__init__(...)`), or set "
+                           + ", ".join(f"`self.{a}`" for a in dict.fromkeys(a for _, a, _ in reads))
+                           + f" in `{key[1]}.__init__`")
+        line = init["line"]
+        return self.finding(ctx, line, 0, line, 0, message, explanation)
+
+    def _inherited_read(self, ctx, key, mro, attr):
+        """The first method that ``key`` really runs (no class before its owner on the MRO
+        defines it) and that reads ``self.attr``: ``(owner, method, path, line)``."""
+        r = ctx.resolver
+        seen: set[str] = set()
+        for entry in mro:
+            if entry[0] == EXTERNAL:
+                continue
+            crec = r.class_record(entry)
+            for mname in crec["methods"]:
+                if mname in seen or mname == "__init__":
+                    continue
+                seen.add(mname)
+                line = self._self_reads(ctx, entry).get(mname, {}).get(attr)
+                if line is not None:
+                    return (entry, mname, r.src.path(entry[0]), line)
+            seen.update(crec["body_names"])
+        return None
+
+    def _self_reads(self, ctx, key) -> dict:
+        """``{method: {attr: first line}}`` of ``self.attr`` loads in class ``key``'s methods
+        (its module parsed once per run, only for classes whose subclasses skip an ``__init__``)."""
+        memo = ctx.shared.setdefault(("PPA301", "reads"), {})
+        if key in memo:
+            return memo[key]
+        memo[key] = {}
+        path = ctx.resolver.src.path(key[0])
+        try:
+            tree = ast.parse(read_source(path).text)
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError, TypeError):
+            return {}
+        parts = key[1].split(".")
+        body = tree.body
+        node = None
+        for part in parts:
+            node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
+            if node is None:
+                return {}
+            body = node.body
+        out: dict = {}
+        for fn in body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
+                continue
+            me = fn.args.args[0].arg
+            found: dict = {}
+            for sub in ast.walk(fn):
+                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
+                        isinstance(sub.value, ast.Name) and sub.value.id == me:
+                    found.setdefault(sub.attr, sub.lineno)
+            out[fn.name] = found
+        memo[key] = out
+        return out
+
+    # -- the callers ---------------------------------------------------------------------------
+    def _judge_callers(self, ctx):
+        """Reads of a watched attribute (``x.end_layer``) whose receiver is typed as a base of
+        a class that skips the ``__init__`` setting it (found in the base's module and the
+        checked files)."""
+        out = []
+        r = ctx.resolver
+        from pp_attr_lint.index import scopes_by_line
+
+        scopes = None
+        for read in ctx.summary["reads"]:
+            chain = read["chain"]
+            if not chain or read.get("guards"):
+                continue
+            if scopes is None:
+                scopes = scopes_by_line(ctx.summary)
+            scope = scopes.get((read["class"], read["function"]))
+            if scope is None or (len(chain) == 1 and chain[0] == scope.get("self")):
+                continue
+            try:
+                cands = r.chain_candidates(tuple(chain), ctx.module,
+                                           (ctx.module, read["class"]) if read["class"] else None, scope)
+            except Unresolved:
+                continue
+            if not cands:
+                continue
+            for base in sorted(cands):
+                try:
+                    if r.attribute_status(base, read["attr"]) != "present":
+                        continue
+                except Unresolved:
+                    continue
+                for sub in self._subclasses(ctx, base):
+                    missing = [m for b, _, ms in self.skipped(ctx, sub) for m in ms]
+                    if read["attr"] in missing:
+                        recv = ".".join(chain)
+                        message = (f"`{recv}` is typed as `{base[1]}`, but its subclass `{sub[1]}` skips the `__init__` "
+                                   f"that sets `{read['attr']}` and never sets it: reading `{recv}.{read['attr']}` "
+                                   f"raises AttributeError when it holds a `{sub[1]}`.")
+                        explanation = [f"`{sub[1]}` MRO: {' -> '.join(e[1] for e in r.mro(sub))}",
+                                       f"`{sub[1]}()` runs {', '.join(o[1] + '.__init__' for o, _ in r.executed_inits(sub))}"]
+                        out.append(self.finding(ctx, read["line"], read["col"], read["end_line"], read["end_col"],
+                                                message, explanation))
+                        break
+                else:
+                    continue
+                break
+        return out
+
+    def _subclasses(self, ctx, base):
+        r = ctx.resolver
+        mods = {base[0]} | {st.module for st in ctx.checked}
+        out = []
+        for mod in sorted(mods):
+            s = ctx.project.summary(mod)
+            if s is None:
+                continue
+            for cname in s["classes"]:
+                key = (mod, cname)
+                if key == base:
+                    continue
+                try:
+                    if base in r.mro(key):
+                        out.append(key)
+                except Unresolved:
+                    continue
+        return out
+
+
+def _how(init: dict) -> str:
+    calls = init.get("init_calls", [])
+    for c in calls:
+        if c[0] == "explicit":
+            return f"calls `{c[1]}.__init__(self)`, which"
+        if c[0] == "super" and c[1]:
+            return f"calls `super({c[1]}, self).__init__()`, which"
+    return "calls no base `__init__` and so"
+
+
+RULE = SkippedInitAttribute(
+    code="PPA301",
+    name="attribute-of-skipped-init",
+    summary="Attribute set only by a base __init__ that this class skips is read",
+    needles=(".__init__(self", ", self).__init__("),
+)
