@@ -82,6 +82,20 @@ MODULE_ATTRIBUTES = frozenset({
 })
 
 
+# model methods the engine calls on one rank only (vllm/v1/worker/gpu_model_runner.py): logits are
+# computed on the last pipeline-parallel rank, input embeddings are built on the first
+RANK_OF_METHOD = {"compute_logits": "last", "embed_input_ids": "first", "get_input_embeddings": "first"}
+# model methods the engine calls on every model it loads (load_weights by the model loader,
+# vllm/model_executor/model_loader/; forward and compute_logits by the model runner)
+ENGINE_METHODS = frozenset({"forward", "load_weights", "compute_logits", "embed_input_ids", "get_input_embeddings"})
+# attributes the engine sets on a model from outside its class: a speculative-decoding drafter
+# shares the target model's head (vllm/v1/spec_decode/eagle.py, `self.model.lm_head = ...`)
+SET_BY_ENGINE = frozenset({"lm_head"})
+# the registry table of speculative-decoding drafters (vllm/model_executor/models/registry.py): a
+# drafter runs on one rank and never receives intermediate tensors
+DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"
+
+
 def default_settings() -> Settings:
     """The resolver facts above as :class:`~pp_attr_lint.settings.Settings`."""
     return Settings(attributeless_bases=ATTRIBUTELESS_BASES, transparent_decorators=TRANSPARENT_DECORATORS,

@@ -483,7 +483,9 @@ def collect(tree: ast.Module, lines) -> dict | None:
                 visit(node.body, node.name if cls is None else None)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and worth(node):
                 w = _Walker(lines, out, cls, node, names)
-                w.block(node.body, TRUE, frozenset(), False, {})
+                rank = F.RANK_OF_METHOD.get(node.name) if cls is not None else None
+                start = FIRST if rank == "first" else LAST if rank == "last" else TRUE
+                w.block(node.body, start, frozenset(), False, {})
             elif isinstance(node, (ast.If, ast.Try)):
                 for b in (node.body, node.orelse, getattr(node, "finalbody", [])):
                     visit(b, cls)

@@ -70,6 +70,21 @@ def annotations(folder: Path, code: str = "PPA001") -> tuple[set[tuple[str, int]
     return expected, ok
 
 
+def annotations_all(folder: Path) -> tuple[set[tuple[str, int, str]], set[tuple[str, int, str]]]:
+    """Every ``# ruleid: CODE`` / ``# ok: CODE`` annotation of ``folder``'s ``.py`` files as
+    ``(relative posix path, row, code)`` (the row after the comment)."""
+    expected: set[tuple[str, int, str]] = set()
+    ok: set[tuple[str, int, str]] = set()
+    for path in py_files(folder):
+        rel = path.relative_to(folder).as_posix()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            m = _ANNOTATION.search(line)
+            if m:
+                for code in (c.strip() for c in m.group("codes").split(",")):
+                    (expected if m.group("kind") == "ruleid" else ok).add((rel, i + 1, code))
+    return expected, ok
+
+
 def finding_keys(findings: list[dict], folder: Path) -> set[tuple[str, int]]:
     out = set()
     for f in findings:

@@ -70,6 +70,8 @@ class MissingPPHook(Rule):
                 continue  # judged where the protocol is listed (a subclass inherits its base's hook)
             if "Protocol" in bases or "ABC" in bases:
                 continue  # an interface or an abstract base: its subclasses provide the hook
+            if self._drafter_only(ctx, (ctx.module, cname)):
+                continue  # a speculative-decoding drafter: never asked for intermediate tensors
             f = self._judge(ctx, (ctx.module, cname), rec, mine)
             if f is not None:
                 out.append(f)
@@ -126,6 +128,26 @@ class MissingPPHook(Rule):
         fix = self._fix(ctx, key, mine, inits, explanation)
         return self.finding(ctx, rec["line"], rec["col"], rec["line"], rec["col"] + len("class " + key[1]),
                             message, explanation, fix=fix)
+
+    @staticmethod
+    def _drafter_only(ctx, key) -> bool:
+        """Whether vLLM's registry lists ``key`` only among speculative-decoding drafters."""
+        r = ctx.resolver
+        tables = ctx.shared.get(("PPA201", "tables"))
+        if tables is None:
+            tables = {}
+            for fac in r.settings.factories:
+                s = ctx.project.summary(fac.registry_module)
+                for tname, entries in (s or {}).get("tables", {}).items():
+                    for _arch, (mod, cls) in entries.items():
+                        full = mod if mod.startswith(fac.package.split(".")[0] + ".") else f"{fac.package}.{mod}"
+                        tables.setdefault((full, cls), set()).add(tname)
+            ctx.shared[("PPA201", "tables")] = tables
+        names = set()
+        for (mod, cls), tnames in tables.items():
+            if cls == key[1] and (key[0] == mod or key[0].startswith(mod + ".")):
+                names |= tnames
+        return bool(names) and names <= {F.DRAFTER_TABLE}
 
     @staticmethod
     def _provides(r, key) -> bool:

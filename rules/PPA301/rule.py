@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 
+from pp_attr_lint import facts as F
 from pp_attr_lint.plugin import Rule
 from pp_attr_lint.resolve import EXTERNAL, Unresolved
 from pp_attr_lint.textio import display_path, read_source
@@ -56,6 +57,8 @@ class SkippedInitAttribute(Rule):
                 continue
             missing = []
             for attr in sorted(scope["assigns"]):
+                if attr in F.SET_BY_ENGINE:
+                    continue
                 try:
                     if r.attribute_status(key, attr) == "absent":
                         missing.append(attr)
@@ -105,8 +108,8 @@ class SkippedInitAttribute(Rule):
                 continue
             crec = r.class_record(entry)
             for mname in crec["methods"]:
-                if mname in seen or mname == "__init__":
-                    continue
+                if mname in seen or mname not in F.ENGINE_METHODS:
+                    continue  # only methods the engine is known to call on every model
                 seen.add(mname)
                 line = self._self_reads(ctx, entry).get(mname, {}).get(attr)
                 if line is not None:

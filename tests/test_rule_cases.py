@@ -1,0 +1,103 @@
+"""One harness for every rule: the cases beside each rule (``rules/<CODE>/cases/<case>/``) are
+checked, fixed and run.
+
+* the findings of ``check`` (every rule on, the opt-in ones too) are exactly the ``# ruleid:``
+  annotations, code for code, and no ``# ok:`` line is reported;
+* ``--fix`` turns each ``FILE.py`` into ``FILE.py.fixed`` (files without one stay as they are),
+  a second ``--fix`` changes nothing, and what remains is what has no safe fix;
+* the runtime oracle (``tests/oracle.py``) runs the case on every rank of pipeline world sizes 2
+  to 4 against a stub torch and vLLM: every ``ruleid`` line fails on some rank (a finding that
+  never fails is a false positive), every ``ok`` line runs on some rank and never fails;
+* every rule folder has its documentation in ruff's sections and cases that fire and stay silent.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import oracle
+from helpers import REPO, annotations_all, run_cli, snapshot
+
+STUBS = REPO / "fixtures" / "ppstub"
+RULE_DIRS = sorted(p for p in (REPO / "rules").iterdir() if p.is_dir() and (p / "README.md").exists())
+CASES = sorted(p for d in RULE_DIRS for p in (d / "cases").glob("*") if p.is_dir() and not p.name.startswith((".", "_")))
+ALL_RULES = ["--extend-select", ",".join(d.name for d in RULE_DIRS)]
+SECTIONS = ("## What it does", "## Why is this bad?", "## Example", "## Fix safety", "## References")
+
+
+def _id(case: Path) -> str:
+    return f"{case.parent.parent.name}/{case.name}"
+
+
+def _check(folder: Path):
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", *ALL_RULES, cwd=folder)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    return r, r.json()
+
+
+def _keys(findings, folder: Path) -> set[tuple[str, int, str]]:
+    return {(Path(f["filename"]).resolve().relative_to(folder.resolve()).as_posix(), f["location"]["row"], f["code"])
+            for f in findings}
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_findings_match_annotations(case: Path):
+    r, findings = _check(case)
+    expected, ok = annotations_all(case)
+    got = _keys(findings, case)
+    assert got == expected, r.stdout
+    assert not got & ok
+    for f in findings:
+        assert f["explanation"], f  # every finding says why
+
+
+@pytest.mark.parametrize("case", CASES, ids=_id)
+def test_fix_matches_fixed_files(case: Path, tmp_path: Path):
+    work = tmp_path / case.name
+    shutil.copytree(case, work, ignore=shutil.ignore_patterns("__pycache__"))
+    before = snapshot(work)
+    r = run_cli("check", ".", "--fix", "--src", STUBS, "--no-cache", "--output-format", "json", *ALL_RULES, cwd=work)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    remaining = r.json()
+    assert all(f["fix"] is None or f["fix"]["applicability"] != "safe" for f in remaining), remaining
+    after = snapshot(work)
+    for rel, (data, _mode) in after.items():
+        if rel.endswith(".py"):
+            fixed = case / (rel + ".fixed")
+            assert data == (fixed.read_bytes() if fixed.exists() else before[rel][0]), rel
+    r2 = run_cli("check", ".", "--fix", "--src", STUBS, "--no-cache", *ALL_RULES, cwd=work)
+    assert r2.rc in (0, 1)
+    assert snapshot(work) == after
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if (c / "run.py").exists()], ids=_id)
+def test_runtime_oracle(case: Path):
+    outcome = oracle.run_case(case)
+    failing = oracle.failing_lines(outcome)
+    raising = oracle.raising_lines(outcome)
+    executed = oracle.executed_lines(outcome)
+    expected, ok = annotations_all(case)
+    for rel, row, code in sorted(expected):
+        assert f"{rel}:{row}" in failing, f"{code} at {rel}:{row} never fails on a simulated rank"
+    for rel, row, code in sorted(ok):
+        assert f"{rel}:{row}" in executed, f"ok line {rel}:{row} ({code}) never runs: the probes miss it"
+        assert f"{rel}:{row}" not in raising, f"ok line {rel}:{row} ({code}) fails: {failing.get(f'{rel}:{row}')}"
+
+
+@pytest.mark.parametrize("rule_dir", RULE_DIRS, ids=lambda d: d.name)
+def test_rule_folder_is_complete(rule_dir: Path):
+    text = (rule_dir / "README.md").read_text(encoding="utf-8")
+    assert text.startswith("# ") and f"({rule_dir.name})" in text.splitlines()[0]
+    for heading in SECTIONS:
+        assert heading in text, f"{rule_dir.name}/README.md lacks {heading}"
+    cases = [c for c in CASES if c.parent.parent == rule_dir]
+    assert cases, f"{rule_dir.name} has no cases"
+    fires = [c for c in cases if any(code == rule_dir.name for *_, code in annotations_all(c)[0])]
+    silent = [c for c in cases if any(code == rule_dir.name for *_, code in annotations_all(c)[1])]
+    assert fires and silent, f"{rule_dir.name} needs cases that fire and cases that stay silent"
+    assert all((c / "run.py").exists() for c in cases), "every case runs under the oracle"
+    r = run_cli("rule", rule_dir.name)
+    assert r.rc == 0 and r.stdout.startswith("# ")
