@@ -55,8 +55,13 @@ def test_rules_lists_builtin():
     assert r.stdout.startswith("PPA001  layer-range-on-wrapper")
     assert "[*]" in r.stdout.splitlines()[0]
     r = cli("rules", "--output-format", "json")
-    [rule] = json.loads(r.stdout)
-    assert rule["code"] == "PPA001" and rule["attributes"] == ["start_layer", "end_layer"] and rule["fix"] == "safe"
+    rules = {d["code"]: d for d in json.loads(r.stdout)}
+    assert {"PPA001", "PPA002", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA301"} <= set(rules)
+    rule = rules["PPA001"]
+    assert rule["attributes"] == ["start_layer", "end_layer"] and rule["fix"] == "safe" and rule["enabled"]
+    # PPA002 is opt-in: listed, not enabled unless selected by its code
+    assert rules["PPA002"]["default"] is False and rules["PPA002"]["enabled"] is False
+    assert all(d["enabled"] for c, d in rules.items() if c != "PPA002")
 
 
 @pytest.mark.parametrize("code", ["PPA001", "ppa001"])
@@ -78,7 +83,7 @@ def test_rule_json():
 def test_unknown_rule_code():
     r = cli("rule", "PPA999")
     assert r.returncode == 2
-    assert r.stderr == "pp-attr-lint: error: unknown rule code `PPA999` (known: PPA001)\n"
+    assert r.stderr.startswith("pp-attr-lint: error: unknown rule code `PPA999` (known: PPA001, PPA002, PPA003, ")
 
 
 def test_version():
@@ -191,9 +196,9 @@ def test_explicit_config_file(seed, tmp_path):
 
 @pytest.mark.parametrize("body,message", [
     ('bogus = 1\n', "unknown key(s) in pp-attr-lint configuration: bogus"),
-    ('select = ["PPX999"]\n', "unknown rule code or prefix `PPX999` (known: PPA001)"),
-    ('ignore = ["NOPE1"]\n', "unknown rule code or prefix `NOPE1` (known: PPA001)"),
-    ('per-file-ignores = { "a.py" = ["NOPE1"] }\n', "unknown rule code or prefix `NOPE1` (known: PPA001)"),
+    ('select = ["PPX999"]\n', "unknown rule code or prefix `PPX999` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301)"),
+    ('ignore = ["NOPE1"]\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301)"),
+    ('per-file-ignores = { "a.py" = ["NOPE1"] }\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301)"),
     ('select = "PPA001"\n', "`select` must be a list of strings"),
     ('rules = ["missing.yaml"]\n', "cannot read rule file"),
     ('select = [\n', "not valid TOML"),
@@ -209,7 +214,8 @@ def test_bad_configuration_is_exit_2(seed, body, message):
 def test_bad_cli_selection_is_exit_2(seed):
     r = concise(seed, "--select", "PPA001,XYZ1")
     assert r.returncode == 2
-    assert r.stderr == "pp-attr-lint: error: unknown rule code or prefix `XYZ1` (known: PPA001)\n"
+    assert r.stderr == ("pp-attr-lint: error: unknown rule code or prefix `XYZ1` "
+                        "(known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301)\n")
 
 
 def test_config_errors_of_explicit_file(seed, tmp_path):
@@ -247,7 +253,8 @@ def test_project_rule_file_end_to_end(seed):
     p = vl(seed)
     p.write_text(p.read_text() + "\n    def n_layers(self):\n        return len(self.language_model.layers)\n")
     r = cli("rules", cwd=seed)
-    assert [ln.split()[0] for ln in r.stdout.splitlines()] == ["PPA001", "PPX100"]
+    assert [ln.split()[0] for ln in r.stdout.splitlines()] == [
+        "PPA001", "PPA002", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA301", "PPX100"]
     r = cli("rule", "PPX100", cwd=seed)
     assert r.returncode == 0 and "Finds reads of `layers` on a wrapper module." in r.stdout
     r = concise(seed)
