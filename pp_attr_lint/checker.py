@@ -119,7 +119,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit):
     Files are grouped by the folder that holds their top package, and each group is resolved in
     its own project (that folder plus ``src``), as Python would run it: two trees that hold a
     package of the same name (two vLLM releases side by side) never resolve into each other."""
-    from .index import index_spec
+    from .plugin import index_spec
     from .project import package_root
 
     spec = index_spec(rules)

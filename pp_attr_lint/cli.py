@@ -200,7 +200,7 @@ def run_check(args) -> int:
     if not files:
         print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
-    from .index import index_spec
+    from .plugin import index_spec
 
     cache = Cache(cache_dir, index_spec(rules).key, enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)

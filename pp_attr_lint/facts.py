@@ -91,6 +91,12 @@ ENGINE_METHODS = frozenset({"forward", "load_weights", "compute_logits", "embed_
 # attributes the engine sets on a model from outside its class: a speculative-decoding drafter
 # shares the target model's head (vllm/v1/spec_decode/eagle.py, `self.model.lm_head = ...`)
 SET_BY_ENGINE = frozenset({"lm_head"})
+# methods only speculative decoding calls, and only when the target model holds its input
+# embedding (SGLang: sglang/srt/speculative/pp_draft_embedding.py re-opens the weights instead under
+# pipeline parallelism; vLLM's drafters share the target's modules from outside): what they read on
+# a placeholder is never reached on a rank that has one
+SPEC_DECODE_ONLY_METHODS = frozenset({"get_embed_and_head", "set_embed_and_head", "get_embed", "set_embed",
+                                      "get_embed_and_head_for_draft"})
 # the registry table of speculative-decoding drafters (vllm/model_executor/models/registry.py): a
 # drafter runs on one rank and never receives intermediate tensors
 DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"

@@ -30,10 +30,9 @@ they are converted here so that they match libcst and ruff's JSON).
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
-from .plugin import LineIndex
+from .plugin import IndexSpec, LineIndex, index_spec  # noqa: F401  (index_spec: re-exported)
 
 UNKNOWN = ("unknown",)
 NONE = ("none",)
@@ -730,35 +729,6 @@ def _sub_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
     for h in getattr(stmt, "handlers", []):
         bodies.append(h.body)
     return bodies
-
-
-@dataclass(frozen=True)
-class IndexSpec:
-    """What the enabled rules ask of the index: the attribute names whose reads are recorded, the
-    rules' own prefilters (see :func:`pp_attr_lint.project.make_prefilter`), and the rules' own
-    collectors ``(code, collect)``; ``key`` names all of it for the cache."""
-
-    attrs: frozenset[str]
-    prefilters: tuple[Callable, ...] = ()
-    collectors: tuple[tuple[str, Callable], ...] = ()
-    key: str = ""
-
-
-def index_spec(rules) -> IndexSpec:
-    """The :class:`IndexSpec` of ``rules`` (:class:`pp_attr_lint.plugin.Rule` instances)."""
-    from .plugin import Rule
-
-    attrs = frozenset(a for r in rules for a in r.attributes)
-    # a rule whose prefilter is the default one and has no needles asks for nothing
-    prefilters = tuple(r.prefilter for r in rules if type(r).prefilter is not Rule.prefilter or r.needles)
-    own = {}
-    for r in rules:
-        if type(r).collect is not Rule.collect:
-            own.setdefault(r.facts_name, (r.collect, r.version))
-    collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
-    key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
-                    ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
-    return IndexSpec(attrs, prefilters, collectors, key)
 
 
 def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknown>") -> dict[str, Any]:

@@ -29,13 +29,14 @@ every checked file.
 
 from __future__ import annotations
 
-import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .model import Edit, Finding, Fix
 
 if TYPE_CHECKING:  # pragma: no cover
+    import ast
+
     from .project import FileState, Project
     from .resolve import Resolver
 
@@ -151,3 +152,30 @@ class LineIndex:
 
     def text(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """What the enabled rules ask of the index: the attribute names whose reads are recorded, the
+    rules' own prefilters (see :func:`pp_attr_lint.project.make_prefilter`), and the rules' own
+    collectors ``(code, collect)``; ``key`` names all of it for the cache."""
+
+    attrs: frozenset[str]
+    prefilters: tuple[Callable, ...] = ()
+    collectors: tuple[tuple[str, Callable], ...] = ()
+    key: str = ""
+
+
+def index_spec(rules) -> IndexSpec:
+    """The :class:`IndexSpec` of ``rules`` (:class:`pp_attr_lint.plugin.Rule` instances)."""
+    attrs = frozenset(a for r in rules for a in r.attributes)
+    # a rule whose prefilter is the default one and has no needles asks for nothing
+    prefilters = tuple(r.prefilter for r in rules if type(r).prefilter is not Rule.prefilter or r.needles)
+    own = {}
+    for r in rules:
+        if type(r).collect is not Rule.collect:
+            own.setdefault(r.facts_name, (r.collect, r.version))
+    collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
+    key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
+                    ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
+    return IndexSpec(attrs, prefilters, collectors, key)

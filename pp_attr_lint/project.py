@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import __version__
-from .index import IndexSpec
+from .plugin import IndexSpec
 
 SUMMARY_VERSION = 12  # bump when the summary format of pp_attr_lint.index changes
 

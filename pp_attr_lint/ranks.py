@@ -333,7 +333,8 @@ class _Walker:
                 continue
             for g, v in _branches(value, guard):
                 callee = dotted_name(v.func) if isinstance(v, ast.Call) else None
-                self.out["assigns"].append((self.cls, self.fn.name, t.attr, t.lineno, callee, g))
+                if t.attr in self.names:  # only these are ever asked about (placeholder_condition)
+                    self.out["assigns"].append((self.cls, self.fn.name, t.attr, t.lineno, callee, g))
                 if t.attr in LAST_RANK_ATTRS:
                     c = ref_chain(v)
                     if c is not None and len(c) >= 2 and c[-1] in self.names:
@@ -470,8 +471,11 @@ def collect(tree: ast.Module, lines) -> dict | None:
                     if isinstance(t, ast.Attribute):
                         local.add(t.attr)
     names = PLACEHOLDER_NAMES | frozenset(local)
-    # a function is walked only when its text can hold a use or an assignment this module records
-    triggers = tuple({f".{n}" for n in names} | {".layers", "tie_weights", F.MAKE_LAYERS})
+    # a function is walked only when its text can hold what this module records: a placeholder
+    # assignment (and its real twin beside it), a make_layers list, a read through a name that may
+    # hold a placeholder, an alias into lm_head, a tied weight, a fixed slot or a loop of a list
+    triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "tie_weights(", "lm_head =",
+                                                   ".layers[", ".layers:", ".layers)"})
 
     def worth(fn) -> bool:
         body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
@@ -481,7 +485,8 @@ def collect(tree: ast.Module, lines) -> dict | None:
         for node in body:
             if isinstance(node, ast.ClassDef):
                 visit(node.body, node.name if cls is None else None)
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and worth(node):
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and worth(node) \
+                    and node.name not in F.SPEC_DECODE_ONLY_METHODS:
                 w = _Walker(lines, out, cls, node, names)
                 rank = F.RANK_OF_METHOD.get(node.name) if cls is not None else None
                 start = FIRST if rank == "first" else LAST if rank == "last" else TRUE
@@ -497,7 +502,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
 
 
 # -- judging -----------------------------------------------------------------------------------
-FACTS_KEY = "pp-ranks"
+from .placeholder import FACTS_KEY  # noqa: E402  (one key for collector and rules)
 
 
 class RankFacts:
@@ -699,36 +704,3 @@ class RankFacts:
 def _init_line(r, entry) -> int | None:
     scope = r.class_record(entry)["methods"].get("__init__")
     return None if scope is None else scope["line"]
-
-
-NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
-
-
-class PlaceholderRule:
-    """Mixin of the placeholder rules (PPA101-PPA103): one shared collector (:func:`collect`,
-    facts key ``pp-ranks``; pass ``facts_key=FACTS_KEY`` and ``needles`` including
-    :data:`NEEDLES` to the rule's constructor) and the walk over the recorded uses of the kinds a rule judges."""
-
-    kinds: tuple[str, ...] = ()  # the use kinds of collect() that the rule judges
-
-    def collect(self, tree, lines):
-        return collect(tree, lines)
-
-    def check(self, ctx):
-        mf = ctx.facts(FACTS_KEY)
-        if not mf:
-            return []
-        rf = RankFacts.of(ctx)
-        safe = rf.placeholder_safe_attrs()
-        if safe is None:  # the tree's PPMissingLayer answers every attribute
-            return []
-        out = []
-        for use in mf["uses"]:
-            if use[0] in self.kinds and not use[7]:
-                f = self.judge(ctx, rf, safe, *use)
-                if f is not None:
-                    out.append(f)
-        return out
-
-    def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):  # pragma: no cover
-        raise NotImplementedError

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pp_attr_lint import facts as F
 from pp_attr_lint.plugin import Rule
-from pp_attr_lint.resolve import EXTERNAL, Unresolved
 
 
 class LayerRangeOnSelf(Rule):
@@ -18,6 +17,7 @@ class LayerRangeOnSelf(Rule):
         return False
 
     def check(self, ctx):
+        from pp_attr_lint.resolve import EXTERNAL, Unresolved
         r = ctx.resolver
         out = []
         from pp_attr_lint.index import scopes_by_line
@@ -27,7 +27,7 @@ class LayerRangeOnSelf(Rule):
             if read["attr"] not in F.RANGE_ATTRIBUTES or read.get("guards") or not read["class"]:
                 continue
             scope = scopes.get((read["class"], read["function"]))
-            if scope is None or read["chain"] != [scope.get("self")] and tuple(read["chain"]) != (scope.get("self"),):
+            if scope is None or not read["chain"] or tuple(read["chain"]) != (scope.get("self"),):
                 continue
             key = (ctx.module, read["class"])
             rec = ctx.summary["classes"].get(read["class"])
@@ -53,6 +53,7 @@ class LayerRangeOnSelf(Rule):
         return out
 
     def _subclass_sets(self, ctx, key, attr) -> bool:
+        from pp_attr_lint.resolve import Unresolved
         r = ctx.resolver
         for st in ctx.checked:
             for cname in st.summary["classes"]:

@@ -3,11 +3,11 @@ pipeline-parallel rank, read where the guard does not rule that rank out (see RE
 
 from __future__ import annotations
 
-from pp_attr_lint import ranks
+from pp_attr_lint import placeholder
 from pp_attr_lint.plugin import Rule
 
 
-class PlaceholderAttribute(ranks.PlaceholderRule, Rule):
+class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
     kinds = ("read", "alias", "arg")
 
     def prefilter(self, data: bytes) -> bool:
@@ -18,6 +18,8 @@ class PlaceholderAttribute(ranks.PlaceholderRule, Rule):
                                 b".final_layer", b".word_embeddings")))
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
+        from pp_attr_lint import ranks
+
         if kind == "read" and attr in safe:
             return None
         owners = rf.receiver_classes(chain[:-1], cls, fline)
@@ -65,5 +67,5 @@ RULE = PlaceholderAttribute(
     name="placeholder-attribute",
     summary="Attribute read on a value that is a PPMissingLayer on some pipeline-parallel rank",
     needles=("PPMissingLayer", "tie_weights"),
-    facts_key=ranks.FACTS_KEY,
+    facts_key=placeholder.FACTS_KEY,
 )

@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import re
 
-from pp_attr_lint import ranks
+from pp_attr_lint import placeholder
 from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
 
-# which ranks hold a placeholder in the slot: `first` slot on every rank but the first, `last`
-# slot on every rank but the last, another constant slot on every rank that does not own it
-_FAILS_WHEN = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
 
 
 _INDEXED = re.compile(rb"\.layers\[\s*(?:-?\s*\d+|[\w.()]+\s*-\s*1)\s*\]\s*\.")
 
 
-class PlaceholderByIndex(ranks.PlaceholderRule, Rule):
+class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
     kinds = ("index",)
 
     def prefilter(self, data: bytes) -> bool:
@@ -30,13 +27,18 @@ class PlaceholderByIndex(ranks.PlaceholderRule, Rule):
         return False
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
+        from pp_attr_lint import ranks
+
         if attr in safe:
             return None
         index_kind, index_pos = extra
         owners, how = rf.list_owners(chain, cls, fline)
         if not owners:
             return None
-        env = ranks.satisfying(ranks.f_and(guard, _FAILS_WHEN[index_kind]))
+        # slot 0 is a placeholder on every rank but the first, the last slot on every rank but the
+        # last, another constant slot on every rank that does not own it
+        fails_when = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
+        env = ranks.satisfying(ranks.f_and(guard, fails_when[index_kind]))
         if env is None:
             return None
         recv, lst = ".".join(chain[:-1]), chain[-1]
@@ -62,5 +64,5 @@ RULE = PlaceholderByIndex(
     summary="Attribute read on a fixed slot of a make_layers list, a PPMissingLayer on some rank",
     fix_applicability="safe",
     needles=(".layers[",),
-    facts_key=ranks.FACTS_KEY,
+    facts_key=placeholder.FACTS_KEY,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from pp_attr_lint import ranks
+from pp_attr_lint import placeholder
 from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
 
@@ -13,7 +13,7 @@ from pp_attr_lint.plugin import Rule
 _WHOLE_LIST = re.compile(rb"\.layers\s*[:)]")
 
 
-class PlaceholderInLoop(ranks.PlaceholderRule, Rule):
+class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
     kinds = ("loop",)
 
     def prefilter(self, data: bytes) -> bool:
@@ -39,6 +39,8 @@ class PlaceholderInLoop(ranks.PlaceholderRule, Rule):
         return out
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
+        from pp_attr_lint import ranks
+
         if attr in safe:
             return None
         var, iter_pos, enumerated, simple = extra
@@ -71,5 +73,5 @@ RULE = PlaceholderInLoop(
     summary="Loop over every slot of a make_layers list reads an attribute of a PPMissingLayer",
     fix_applicability="safe",
     needles=("make_layers",),
-    facts_key=ranks.FACTS_KEY,
+    facts_key=placeholder.FACTS_KEY,
 )

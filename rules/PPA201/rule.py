@@ -3,19 +3,15 @@
 
 from __future__ import annotations
 
-import ast
-
 from pp_attr_lint import facts as F
 from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
-from pp_attr_lint.resolve import EXTERNAL, Unresolved
 
-_STUB_BODIES = (ast.Pass,)
-
-
-def _stub_kind(fn: ast.FunctionDef) -> str:
+def _stub_kind(fn) -> str:
     """``stub`` when a method body only holds a docstring, ``...``, ``pass`` or
     ``raise NotImplementedError`` (it answers ``None`` or raises), else ``impl``."""
+    import ast
+
     body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
     if not body:
         return "stub"
@@ -41,6 +37,8 @@ class MissingPPHook(Rule):
         """``protocol``: how classes named ``SupportsPP`` provide the hook (``stub``, ``impl``,
         ``annotation``); ``inits``: per class, where a statement can be appended to its
         ``__init__`` (indent column, end row and end column of the last statement)."""
+        import ast
+
         protocol, inits = {}, {}
         for node in tree.body:
             if not isinstance(node, ast.ClassDef):
@@ -78,6 +76,7 @@ class MissingPPHook(Rule):
         return out
 
     def _judge(self, ctx, key, rec, mine):
+        from pp_attr_lint.resolve import EXTERNAL, Unresolved
         r = ctx.resolver
         try:
             mro = r.mro(key)
@@ -153,6 +152,7 @@ class MissingPPHook(Rule):
     def _provides(r, key) -> bool:
         """Whether instances of ``key`` have the hook of their own: a method, property or class
         attribute before any ``SupportsPP`` on the MRO, or an assignment in an executed ``__init__``."""
+        from pp_attr_lint.resolve import EXTERNAL, Unresolved
         try:
             mro = r.mro(key)
             inits = r.executed_inits(key)

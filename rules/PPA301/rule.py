@@ -5,11 +5,8 @@ the attributes only that base sets missing, and an inherited method or a caller 
 
 from __future__ import annotations
 
-import ast
-
 from pp_attr_lint import facts as F
 from pp_attr_lint.plugin import Rule
-from pp_attr_lint.resolve import EXTERNAL, Unresolved
 from pp_attr_lint.textio import display_path, read_source
 
 
@@ -34,6 +31,7 @@ class SkippedInitAttribute(Rule):
     # -- the class that skips ------------------------------------------------------------------
     def skipped(self, ctx, key):
         """``[(base, its __init__ scope, attributes it sets that no executed code sets)]``."""
+        from pp_attr_lint.resolve import EXTERNAL, Unresolved
         r = ctx.resolver
         memo = ctx.shared.setdefault(("PPA301", "skipped"), {})
         if key in memo:
@@ -101,6 +99,7 @@ class SkippedInitAttribute(Rule):
     def _inherited_read(self, ctx, key, mro, attr):
         """The first method that ``key`` really runs (no class before its owner on the MRO
         defines it) and that reads ``self.attr``: ``(owner, method, path, line)``."""
+        from pp_attr_lint.resolve import EXTERNAL
         r = ctx.resolver
         seen: set[str] = set()
         for entry in mro:
@@ -124,6 +123,8 @@ class SkippedInitAttribute(Rule):
         if key in memo:
             return memo[key]
         memo[key] = {}
+        import ast
+
         path = ctx.resolver.src.path(key[0])
         try:
             tree = ast.parse(read_source(path).text)
@@ -156,6 +157,7 @@ class SkippedInitAttribute(Rule):
         """Reads of a watched attribute (``x.end_layer``) whose receiver is typed as a base of
         a class that skips the ``__init__`` setting it (found in the base's module and the
         checked files)."""
+        from pp_attr_lint.resolve import Unresolved
         out = []
         r = ctx.resolver
         from pp_attr_lint.index import scopes_by_line
@@ -201,6 +203,7 @@ class SkippedInitAttribute(Rule):
         return out
 
     def _subclasses(self, ctx, base):
+        from pp_attr_lint.resolve import Unresolved
         r = ctx.resolver
         mods = {base[0]} | {st.module for st in ctx.checked}
         out = []
@@ -227,6 +230,8 @@ def _how(init: dict) -> str:
             return f"calls `{c[1]}.__init__(self)`, which"
         if c[0] == "super" and c[1]:
             return f"calls `super({c[1]}, self).__init__()`, which"
+    if any(c[0] == "super" for c in calls):
+        return "calls `super().__init__()`, whose chain along the MRO"
     return "calls no base `__init__` and so"
 
 

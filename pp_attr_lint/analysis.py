@@ -1,0 +1,232 @@
+"""The analysis of the ``wrapper-attribute`` rule kind (PPA001, PPA002 and YAML rules of a
+project, see :mod:`pp_attr_lint.wrapper`): a read of an attribute on a wrapper that does not have
+it, while the inner module it holds does.
+
+A finding is made only when the receiver's candidate classes are all resolved, none of them can
+have the attribute, and all of them reach a class that sets it in its executed ``__init__`` through
+the same submodule path.
+"""
+
+from __future__ import annotations
+
+from .index import scopes_by_line
+from .model import Edit, Finding, Fix
+from .textio import display_path
+from .project import FileState, Project
+from .resolve import EXTERNAL, ClassKey, Resolver, Unresolved, Where
+
+
+def _where(w: Where) -> str:
+    return f"{display_path(w.path) if w.path else w.module}:{w.line}"
+
+
+class RuleRunner:
+    """Evaluates one rule on the watched reads of a file (see the module docstring)."""
+
+    def __init__(self, rule, project: Project, stores: list | None, resolver: Resolver):
+        """``stores``: ``(file state, receiver chain, attr, class, function line)`` of every
+        ``x.attr = ...`` outside its own class in the checked files (see index.py)."""
+        self.rule = rule
+        self.project = project
+        self.resolver = resolver
+        self.stores = [s for s in (stores or []) if s[2] == "*" or s[2] in rule.attributes]
+        self._store_memo: dict = {}
+        self._self_stores: dict = {}
+        self._paths_memo: dict = {}
+
+    def _paths(self, key: ClassKey, attr: str) -> dict[tuple[str, ...], list]:
+        """Submodule paths from a wrapper to classes that really set the attribute (memoized)."""
+        mkey = (key, attr)
+        if mkey not in self._paths_memo:
+            self._paths_memo[mkey] = self._find_paths(key, attr)
+        return self._paths_memo[mkey]
+
+    def _find_paths(self, key: ClassKey, attr: str) -> dict[tuple[str, ...], list]:
+        r = self.resolver
+        out: dict[tuple[str, ...], list] = {}
+        frontier: list[tuple[tuple[str, ...], ClassKey, list]] = [((), key, [])]
+        for _depth in range(self.rule.max_path_depth):
+            nxt = []
+            for path, ck, trail in frontier:
+                for step in sorted(self._assigned_attrs(ck)):
+                    got = r.attr_candidates(ck, step)
+                    if got is None:
+                        continue
+                    cands, wheres = got
+                    defs = [r.definition(c, attr) for c in sorted(cands)]
+                    new_trail = trail + [(ck, step, sorted(cands), wheres)]
+                    if all(d is not None for d in defs):
+                        out[path + (step,)] = new_trail + [("def", sorted(cands), defs)]
+                    elif len(cands) == 1:
+                        nxt.append((path + (step,), next(iter(cands)), new_trail))
+            if out:
+                break
+            frontier = nxt
+        return out
+
+    def _assigned_attrs(self, key: ClassKey) -> set[str]:
+        names: set[str] = set()
+        for entry in self.resolver.mro(key):
+            if entry[0] == EXTERNAL:
+                continue
+            rec = self.resolver.class_record(entry)
+            names.update(rec["annotations"])
+            for scope in rec["methods"].values():
+                names.update(scope["assigns"])
+        return names
+
+    def evaluate(self, st: FileState, read: dict, scopes: dict) -> Finding | None:
+        chain = read["chain"]
+        if not chain:
+            return None
+        cls = read["class"]
+        scope = scopes.get((cls, read["function"]))
+        if scope is None:
+            return None
+        if len(chain) == 1 and chain[0] == scope.get("self"):
+            return None  # `self.start_layer`: the enclosing class is what it is
+        if any(g == "*" or g in self.rule.attributes for g in read.get("guards", ())):
+            return None  # under `hasattr(receiver, "start_layer")` or `except AttributeError`: cannot raise
+        r = self.resolver
+        clskey = (st.module, cls) if cls else None
+        try:
+            cands = r.chain_candidates(tuple(chain), st.module, clskey, scope)
+            if not cands:
+                return None
+            for k in cands:
+                if r.attribute_status(k, read["attr"]) != "absent":
+                    return None
+            if self._stored_from_outside(read["attr"], cands, st.module, cls, read["chain"]):
+                return None
+            common: dict[tuple[str, ...], dict] | None = None
+            for k in sorted(cands):
+                paths = self._paths(k, read["attr"])
+                per = {p: {k: t} for p, t in paths.items()}
+                if common is None:
+                    common = per
+                else:
+                    common = {p: {**common[p], **per[p]} for p in common if p in per}
+                if not common:
+                    return None
+        except Unresolved:
+            return None
+        assert common
+        return self._finding(st, read, sorted(cands), common)
+
+    def _stored_from_outside(self, attr: str, cands: set, module: str, cls: str | None, chain) -> bool:
+        """Whether a checked file puts ``attr`` on a candidate from outside its class:
+        ``self.lm.start_layer = ...``, ``setattr(lm, "start_layer", v)``, ``Wrapper.start_layer = 0``
+        (which also reaches subclasses).  A store whose receiver cannot be resolved counts too:
+        precision over recall."""
+        key = (attr, frozenset(cands))
+        if key not in self._store_memo:
+            self._self_stores[key] = set()
+            self._store_memo[key] = self._scan_stores(attr, cands, self._self_stores[key])
+        return self._store_memo[key] or (module, cls, tuple(chain)) in self._self_stores[key]
+
+    def _scan_stores(self, attr: str, cands: set, self_stores: set) -> bool:
+        r = self.resolver
+        result = False
+        for st, chain, stored, cls, fline in self.stores:
+            if stored not in (attr, "*"):
+                continue
+            # `setattr(obj, name, v)` with a computed name counts only where obj resolves to a
+            # candidate: such generic setters (config objects, module surgery) are everywhere
+            computed = stored == "*"
+            if chain is None:
+                if computed:
+                    continue
+                result = True
+                break
+            if fline is None:  # module level: a class object, or something we cannot follow
+                sym = r.resolve_dotted(st.module, ".".join(chain))
+                if sym is None or sym[0] != "class":
+                    if computed:
+                        continue
+                    result = True
+                    break
+                try:
+                    if any((sym[1], sym[2]) in r.mro(c) for c in cands):
+                        result = True
+                        break
+                except Unresolved:
+                    result = True
+                    break
+                continue
+            scope = scopes_by_line(st.summary).get((cls, fline))
+            got = None if scope is None else r.chain_candidates(
+                tuple(chain), st.module, (st.module, cls) if cls else None, scope)
+            if got is None:
+                if computed:
+                    continue
+                result = True
+                break
+            if got & set(cands):
+                if chain[0] == scope.get("self"):
+                    # `self.lm.start_layer = ...` sets it on that one object: it counts for reads
+                    # of the same receiver in the same class only
+                    self_stores.add((st.module, cls, tuple(chain)))
+                    continue
+                result = True  # through a parameter or a local: any instance may get it
+                break
+        return result
+
+    def _finding(self, st: FileState, read: dict, cands: list[ClassKey], common: dict) -> Finding:
+        rule, attr = self.rule, read["attr"]
+        best_len = min(len(p) for p in common)
+        best = sorted(p for p in common if len(p) == best_len)
+        path = best[0]
+        receiver = ".".join(read["chain"])
+        trails = common[path]
+        inner_keys: list[ClassKey] = []
+        defs: list[Where] = []
+        for k in cands:
+            last = trails[k][-1]
+            for ck, d in zip(last[1], last[2]):
+                if ck not in inner_keys:
+                    inner_keys.append(ck)
+                    defs.append(d)
+        wrapper = " | ".join(k[1] for k in cands)
+        inner = " | ".join(k[1] for k in inner_keys)
+        where = ", ".join(dict.fromkeys(_where(d) for d in defs))
+        dotted = ".".join(path)
+        if read["kind"] == "getattr":
+            fixed = f'getattr({receiver}.{dotted}, "{attr}")'
+        else:
+            fixed = f"{receiver}.{dotted}.{attr}"
+        message = rule.message.format(receiver=receiver, wrapper=wrapper, attr=attr, inner=inner,
+                                      path=dotted, where=where, fixed=fixed)
+        explanation = self._explain(receiver, cands, attr, path, trails, defs)
+        fix = None
+        if rule.fix_applicability and len(best) == 1:
+            edit = Edit(content="." + dotted, row=read["recv_end_line"], column=read["recv_end_col"] + 1,
+                        end_row=read["recv_end_line"], end_column=read["recv_end_col"] + 1)
+            fix = Fix(applicability=rule.fix_applicability,
+                      message=(rule.fix_message or "Read `{fixed}`").format(fixed=fixed, path=dotted, attr=attr),
+                      edits=(edit,))
+        elif len(best) > 1:
+            explanation.append("no fix: several submodule paths lead to the attribute: "
+                               + ", ".join("." + ".".join(p) for p in best))
+        return Finding(
+            code=rule.code, name=rule.name, message=message, path=st.path,
+            row=read["line"], column=read["col"] + 1, end_row=read["end_line"], end_column=read["end_col"] + 1,
+            fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation,
+            fix_data={"chain": list(read["chain"]), "path": list(path), "attr": attr, "kind": read["kind"]},
+        )
+
+    def _explain(self, receiver, cands, attr, path, trails, defs) -> list[str]:
+        r = self.resolver
+        lines = []
+        for k in cands:
+            rec = r.class_record(k)
+            mro = " -> ".join(e[1] if e[0] != EXTERNAL else ".".join(e[1].split(".")[-2:]) for e in r.mro(k))
+            lines.append(f"`{receiver}` is a `{k[1]}` ({_where(Where(k[0], r.src.path(k[0]), rec['line'], ''))}); MRO: {mro}")
+            inits = r.executed_inits(k)
+            ran = ", ".join(f"{owner[1]}.__init__" for owner, _ in inits) or "no project __init__"
+            lines.append(f"`{k[1]}()` runs {ran}; none of them sets `{attr}`, and no class on its MRO declares it")
+            for ck, step, step_cands, wheres in trails[k][:-1]:
+                at = ", ".join(dict.fromkeys(_where(w) for w in wheres))
+                lines.append(f"`{ck[1]}.{step}` is a `{' | '.join(c[1] for c in step_cands)}` (set at {at})")
+        for d, ck in zip(defs, [c for k in cands for c in trails[k][-1][1]]):
+            lines.append(f"`{ck[1]}` sets `{attr}` in {d.what} at {_where(d)}")
+        return lines

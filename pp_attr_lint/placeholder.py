@@ -1,0 +1,44 @@
+"""The placeholder rules' shared part (PPA101-PPA103), kept light: the rule folders import it when
+rules are listed or a warm run replays its cached result, and only a real analysis imports
+:mod:`pp_attr_lint.ranks`."""
+
+from __future__ import annotations
+
+from . import facts as F
+
+FACTS_KEY = "pp-ranks"  # the key of ranks.collect's facts in a summary (ranks.FACTS_KEY)
+NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
+
+
+class PlaceholderRule:
+    """Mixin of the placeholder rules: one shared collector (:func:`pp_attr_lint.ranks.collect`;
+    pass ``facts_key=FACTS_KEY`` to the rule's constructor) and the walk over the recorded uses of
+    the kinds a rule judges (:meth:`judge`, called with a :class:`~pp_attr_lint.ranks.RankFacts`)."""
+
+    kinds: tuple[str, ...] = ()  # the use kinds of collect() that the rule judges
+
+    def collect(self, tree, lines):
+        from . import ranks
+
+        return ranks.collect(tree, lines)
+
+    def check(self, ctx):
+        from . import ranks
+
+        mf = ctx.facts(FACTS_KEY)
+        if not mf:
+            return []
+        rf = ranks.RankFacts.of(ctx)
+        safe = rf.placeholder_safe_attrs()
+        if safe is None:  # the tree's PPMissingLayer answers every attribute
+            return []
+        out = []
+        for use in mf["uses"]:
+            if use[0] in self.kinds and not use[7]:
+                f = self.judge(ctx, rf, safe, *use)
+                if f is not None:
+                    out.append(f)
+        return out
+
+    def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):  # pragma: no cover
+        raise NotImplementedError
