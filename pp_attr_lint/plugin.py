@@ -128,6 +128,15 @@ class FileContext:
     def module(self) -> str:
         return self.file.module
 
+    def summary_function_name(self, cls: str | None, line: int) -> str | None:
+        """The name of the method of class ``cls`` (or module function) defined at ``line``."""
+        if cls is None:
+            funcs = self.summary["functions"].items()
+        else:
+            rec = self.summary["classes"].get(cls)
+            funcs = rec["methods"].items() if rec else ()
+        return next((name for name, scope in funcs if scope["line"] == line), None)
+
     def facts(self, code: str, module: str | None = None) -> Any:
         """The facts :meth:`Rule.collect` of rule ``code`` took from ``module`` (default: this
         file); ``None`` when the module is not in the project or the rule collected nothing."""

@@ -112,6 +112,11 @@ def satisfying(f) -> dict | None:
     return None
 
 
+def rank_atoms(f) -> set:
+    """The rank atoms (``@first``, ``@last``) a formula mentions."""
+    return _atoms(f, set()) & {"@first", "@last"}
+
+
 def rank_words(env: dict) -> str:
     """Which pipeline-parallel rank an assignment of :func:`satisfying` describes."""
     if env.get("@first"):
@@ -143,7 +148,9 @@ def describe_env(env: dict) -> str:
 
 
 # -- collection --------------------------------------------------------------------------------
-def _atom(node: ast.AST) -> tuple:
+def _atom(node: ast.AST, names: dict | None = None) -> tuple:
+    if names and isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]  # a local flag: `keep = pp.is_first_rank or tie` ... `if keep:`
     chain = ref_chain(node.func) if isinstance(node, ast.Call) else ref_chain(node)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
             and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
@@ -175,19 +182,20 @@ def _pp_size_test(node: ast.AST) -> tuple | None:
     return None
 
 
-def formula(node: ast.AST) -> tuple:
-    """The guard formula of an ``if`` test (see the module docstring)."""
+def formula(node: ast.AST, names: dict | None = None) -> tuple:
+    """The guard formula of an ``if`` test (see the module docstring); ``names`` maps local
+    variables to the formulas they were assigned (``keep = pp.is_first_rank or tie``)."""
     pp = _pp_size_test(node)
     if pp is not None:
         return pp
     if isinstance(node, ast.BoolOp):
-        parts = [formula(v) for v in node.values]
+        parts = [formula(v, names) for v in node.values]
         return f_and(*parts) if isinstance(node.op, ast.And) else f_or(*parts)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return f_not(formula(node.operand))
+        return f_not(formula(node.operand, names))
     if isinstance(node, ast.Constant):
         return TRUE if node.value else ("F",)
-    return _atom(node)
+    return _atom(node, names)
 
 
 def _exits(body: list) -> bool:
@@ -256,6 +264,10 @@ class _Walker:
         self.names = names
         args = fn.args.posonlyargs + fn.args.args
         self.self_name = args[0].arg if (cls is not None and args) else None
+        self.flags: dict[str, tuple] = {}  # local variables assigned a test once: name -> formula
+
+    def formula(self, node) -> tuple:
+        return formula(node, self.flags)
 
     def pos(self, node) -> tuple:
         return (node.lineno, self.lines.col(node.lineno, node.col_offset),
@@ -270,7 +282,7 @@ class _Walker:
             self.stmt(stmt, guard, guarded, protected, loops)
             if isinstance(stmt, ast.If) and _exits(stmt.body) and not stmt.orelse:
                 # `if test: return` guards every statement after it with `not test`
-                guard = f_and(guard, f_not(formula(stmt.test)))
+                guard = f_and(guard, f_not(self.formula(stmt.test)))
                 chains = set(guarded)
                 _guards_chain(stmt.test, chains)
                 guarded = frozenset(chains)
@@ -280,7 +292,7 @@ class _Walker:
             self.exprs([stmt.test], guard, guarded, protected, loops)
             chains = set(guarded)
             _guards_chain(stmt.test, chains)
-            t = formula(stmt.test)
+            t = self.formula(stmt.test)
             self.block(stmt.body, f_and(guard, t), frozenset(chains), protected, loops)
             self.block(stmt.orelse, f_and(guard, f_not(t)), frozenset(chains), protected, loops)
             return
@@ -318,6 +330,12 @@ class _Walker:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             self.assign(targets, stmt.value, guard)
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    if t.id in self.flags or guard != TRUE:
+                        self.flags[t.id] = ("a", f"{t.id}@{stmt.lineno}")  # set twice or conditionally: opaque
+                    else:
+                        self.flags[t.id] = self.formula(stmt.value)
         self.exprs([stmt], guard, guarded, protected, loops)
 
     def assign(self, targets, value, guard) -> None:
@@ -331,7 +349,7 @@ class _Walker:
                     self.out["lists"].append((self.cls, rest[0], t.lineno))
             if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self.self_name):
                 continue
-            for g, v in _branches(value, guard):
+            for g, v in _branches(value, guard, self.flags):
                 callee = dotted_name(v.func) if isinstance(v, ast.Call) else None
                 if t.attr in self.names:  # only these are ever asked about (placeholder_condition)
                     self.out["assigns"].append((self.cls, self.fn.name, t.attr, t.lineno, callee, g))
@@ -357,7 +375,7 @@ class _Walker:
             self.expr(node.test, guard, guarded, protected, loops)
             chains = set(guarded)
             _guards_chain(node.test, chains)
-            t = formula(node.test)
+            t = self.formula(node.test)
             self.expr(node.body, f_and(guard, t), frozenset(chains), protected, loops)
             self.expr(node.orelse, f_and(guard, f_not(t)), frozenset(chains), protected, loops)
             return
@@ -367,7 +385,7 @@ class _Walker:
             for v in node.values:
                 self.expr(v, g, frozenset(chains), protected, loops)
                 _guards_chain(v, chains)
-                g = f_and(g, formula(v))
+                g = f_and(g, self.formula(v))
             return
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             inner = dict(loops)
@@ -426,10 +444,10 @@ def _is_guarded(chain: tuple, attr: str | None, guarded: frozenset) -> bool:
     return False
 
 
-def _branches(value, guard) -> list:
+def _branches(value, guard, names: dict | None = None) -> list:
     if isinstance(value, ast.IfExp):
-        t = formula(value.test)
-        return _branches(value.body, f_and(guard, t)) + _branches(value.orelse, f_and(guard, f_not(t)))
+        t = formula(value.test, names)
+        return _branches(value.body, f_and(guard, t), names) + _branches(value.orelse, f_and(guard, f_not(t)), names)
     return [(guard, value)]
 
 

@@ -3,6 +3,7 @@ pipeline-parallel rank, read where the guard does not rule that rank out (see RE
 
 from __future__ import annotations
 
+from pp_attr_lint import facts as F
 from pp_attr_lint import placeholder
 from pp_attr_lint.plugin import Rule
 
@@ -32,13 +33,19 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
                 return None  # some candidate never holds a placeholder there (or cannot be told)
             conds.append(pc[0])
             wheres.append(rf.where(pc[1]))
+        cond = ranks.f_or(*conds)
+        by_rank = bool(ranks.rank_atoms(cond))
+        if not by_rank and ctx.summary_function_name(cls, fline) not in ("__init__", *F.ENGINE_METHODS):
+            # the placeholder is chosen by a test that is not the rank's place (a feature flag, a
+            # helper such as pp_stage_needs_embedding): judged only where every rank runs the line
+            return None
         use_guard = ranks.f_and(guard, ranks.LAST) if kind == "alias" else guard
-        env = ranks.satisfying(ranks.f_and(use_guard, ranks.f_or(*conds)))
+        env = ranks.satisfying(ranks.f_and(use_guard, cond))
         if env is None:
             return None
         recv = ".".join(chain)
         holder = " | ".join(k[1] for k in sorted(owners))
-        rank = ranks.rank_words(env)
+        rank = ranks.rank_words(env) if by_rank else f"the ranks where {ranks.describe(cond)}"
         where = ", ".join(dict.fromkeys(wheres))
         if kind == "read":
             what = f"reads `{recv}.{attr}`"

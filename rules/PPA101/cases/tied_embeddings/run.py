@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 from vllm.distributed import get_pp_group
 
+from pkg.flag import FlagForCausalLM
 from pkg.model import AliasedHeadForCausalLM, ForCausalLM, TextModel, TiedFirstOnlyForCausalLM, WidthFromEmbeddingModel
 
 TIED = SimpleNamespace(tie_word_embeddings=True)
@@ -33,10 +34,14 @@ def width_on_every_rank():
     WidthFromEmbeddingModel(UNTIED)
 
 
+def local_flag():
+    _serve(FlagForCausalLM, TIED)
+
+
 def head_aliased_to_placeholder():
     _serve(AliasedHeadForCausalLM, TIED)
 
 
-PROBES = [correct_tied, correct_untied, tied_to_first_rank_embedding, width_on_every_rank, head_aliased_to_placeholder]
+PROBES = [correct_tied, correct_untied, tied_to_first_rank_embedding, width_on_every_rank, local_flag, head_aliased_to_placeholder]
 # the alias makes the logits processor's read fail later
 BLAME = {"pkg/model.py:92": "pkg/model.py:97"}
