@@ -97,6 +97,10 @@ SET_BY_ENGINE = frozenset({"lm_head"})
 # a placeholder is never reached on a rank that has one
 SPEC_DECODE_ONLY_METHODS = frozenset({"get_embed_and_head", "set_embed_and_head", "get_embed", "set_embed",
                                       "get_embed_and_head_for_draft"})
+# methods only features that refuse pipeline parallelism call: elastic expert parallelism calls
+# update_physical_experts_metadata, and vllm/config/parallel.py raises "Elastic EP is not
+# supported with pipeline parallelism" (vLLM 0.32.0)
+NOT_RUN_UNDER_PP_METHODS = SPEC_DECODE_ONLY_METHODS | {"update_physical_experts_metadata"}
 # the registry table of speculative-decoding drafters (vllm/model_executor/models/registry.py): a
 # drafter runs on one rank and never receives intermediate tensors
 DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"

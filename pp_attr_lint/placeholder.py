@@ -29,6 +29,8 @@ class PlaceholderRule:
         if not mf:
             return []
         rf = ranks.RankFacts.of(ctx)
+        if not rf.module_runs_under_pp(ctx.module):
+            return []  # a registered model that does not support pipeline parallelism
         safe = rf.placeholder_safe_attrs()
         if safe is None:  # the tree's PPMissingLayer answers every attribute
             return []

@@ -504,7 +504,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
             if isinstance(node, ast.ClassDef):
                 visit(node.body, node.name if cls is None else None)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and worth(node) \
-                    and node.name not in F.SPEC_DECODE_ONLY_METHODS:
+                    and node.name not in F.NOT_RUN_UNDER_PP_METHODS:
                 w = _Walker(lines, out, cls, node, names)
                 rank = F.RANK_OF_METHOD.get(node.name) if cls is not None else None
                 start = FIRST if rank == "first" else LAST if rank == "last" else TRUE
@@ -627,6 +627,36 @@ class RankFacts:
         result = (f_or(*conds), where)
         self._memo[mkey] = result
         return result
+
+    def module_runs_under_pp(self, module: str) -> bool:
+        """False when vLLM's registry lists classes of ``module`` and none of them has
+        ``SupportsPP`` on its MRO: the engine refuses ``pipeline_parallel_size > 1`` for such a
+        model (vllm/config/model.py verifies ``supports_pp``), so its code never runs on a rank > 0.
+        True when the tree has no such registry (SGLang, RL frameworks, the rule cases)."""
+        memo = self._memo.setdefault("pp-modules", {})
+        if module in memo:
+            return memo[module]
+        registered = []
+        for fac in self.r.settings.factories:
+            s = self.ctx.project.summary(fac.registry_module)
+            for entries in (s or {}).get("tables", {}).values():
+                for mod, cls in entries.values():
+                    full = mod if "." in mod else f"{fac.package}.{mod}"
+                    if full == module:
+                        registered.append((module, cls))
+        ok = True
+        if registered:
+            ok = False
+            for key in registered:
+                try:
+                    if any(e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL for e in self.r.mro(key)):
+                        ok = True
+                        break
+                except Exception:
+                    ok = True  # cannot tell: judge it
+                    break
+        memo[module] = ok
+        return ok
 
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
