@@ -8,7 +8,7 @@ CONFIG = SimpleNamespace()
 
 
 def update_experts():
-    ForCausalLM(CONFIG).update_physical_experts_metadata(4)
+    ForCausalLM(CONFIG).set_local_experts(4)
 
 
 def routed_weights():

@@ -30,7 +30,7 @@ class ForCausalLM(nn.Module):
         super().__init__()
         self.model = TextModel(config)
 
-    def update_physical_experts_metadata(self, n):
+    def set_local_experts(self, n):
         for layer in self.model.layers:
             # ruleid: PPA103
             layer.mlp.n_local_experts = n
