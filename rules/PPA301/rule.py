@@ -20,7 +20,7 @@ class SkippedInitAttribute(Rule):
         out = []
         for cname, rec in ctx.summary["classes"].items():
             init = rec["methods"].get("__init__")
-            if init is None or "." in cname:
+            if init is None or "." in cname or not _may_skip(init, rec):
                 continue
             f = self._judge_class(ctx, (ctx.module, cname), rec, init)
             if f is not None:
@@ -221,6 +221,19 @@ class SkippedInitAttribute(Rule):
                 except Unresolved:
                     continue
         return out
+
+
+_PLAIN_BASES = {"object", "nn.Module", "torch.nn.Module", "Module", "ABC", "abc.ABC", "Protocol", "Generic"}
+
+
+def _may_skip(init: dict, rec: dict) -> bool:
+    """Cheap test before any resolution: the ``__init__`` calls a base explicitly
+    (``nn.Module.__init__(self)``, ``super(P, self)``), or calls none while the class has a base
+    that may define one."""
+    calls = init.get("init_calls", [])
+    if any(c[0] == "explicit" or (c[0] == "super" and c[1]) or c[0] == "unknown" for c in calls):
+        return True
+    return not calls and any(b is not None and b not in _PLAIN_BASES for b in rec["bases"])
 
 
 def _how(init: dict) -> str:
