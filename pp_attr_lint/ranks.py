@@ -701,13 +701,16 @@ class RankFacts:
                 names = " | ".join(k[1] for k in sorted(owners))
                 return sorted(owners), f"`{'.'.join(chain[:-1])}` is a `{names}`, whose `{lst}` comes from `make_layers`"
             return [], ""
-        # structural: the longest suffix of attribute steps that some checked class has
+        # structural: the longest suffix of attribute steps that some class of the checked files or
+        # of this file's package (the modules beside it that build make_layers lists) has
+        modules = [st.module for st in self.ctx.checked] + self._sibling_list_modules()
         for start in range(1, len(chain) - 1):
             steps = chain[start:-1]
             fits, misfits = [], []
-            for st in self.ctx.checked:
-                for cname in st.summary["classes"]:
-                    key = (st.module, cname)
+            for mod in dict.fromkeys(modules):
+                summary = self.ctx.project.summary(mod)
+                for cname in (summary or {}).get("classes", ()):
+                    key = (mod, cname)
                     holders = self._follow(key, steps)
                     if holders is None:
                         continue
@@ -722,6 +725,35 @@ class RankFacts:
             if fits or misfits:
                 return [], ""
         return [], ""
+
+    def _sibling_list_modules(self) -> list:
+        """Modules of this file's package folder whose text calls ``make_layers``."""
+        import os
+
+        st = self.ctx.file
+        if "." not in st.module:
+            return []
+        package = st.module.rsplit(".", 1)[0]
+        folder = os.path.dirname(st.path)
+        out = []
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return []
+        for name in names:
+            if not name.endswith(".py") or name == "__init__.py":
+                continue
+            path = os.path.join(folder, name)
+            try:
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))  # the result depends on it
+                with open(path, "rb") as f:
+                    if F.MAKE_LAYERS.encode() not in f.read():
+                        continue
+            except OSError:
+                continue
+            out.append(f"{package}.{name[:-3]}")
+        return out
 
     def _status(self, key, attr: str) -> str:
         try:

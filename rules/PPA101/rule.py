@@ -3,20 +3,37 @@ pipeline-parallel rank, read where the guard does not rule that rank out (see RE
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint import placeholder
 from pp_attr_lint.plugin import Rule
+
+
+_NAMES = tuple(b"." + n.encode() for n in sorted(("embed_tokens", "norm", "lm_head", "final_layernorm", "wte", "ln_f",
+                                                  "embed_in", "final_layer_norm", "word_embeddings")))
+_IDENT_START = re.compile(rb"[a-z_]")
+_ALIAS = re.compile(rb"lm_head\s*=\s*[\w.]+\.(?:embed_tokens|wte|embed_in|word_embeddings)\s*$", re.M)
 
 
 class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
     kinds = ("read", "alias", "arg")
 
     def prefilter(self, data: bytes) -> bool:
-        """The file builds a placeholder (and reads or aliases a value that may be one), or ties
-        weights."""
-        return b"tie_weights(" in data or (b"PPMissingLayer" in data and any(
-            n in data for n in (b".embed_tokens", b".lm_head", b".norm", b".wte", b".ln_f", b".embed_in",
-                                b".final_layer", b".word_embeddings")))
+        """A tied head (``tie_weights(``), or, in a file that builds placeholders, a read through a
+        name that may hold one (``.embed_tokens.weight``) or an alias into ``lm_head``."""
+        if b"tie_weights(" in data:
+            return True
+        if b"PPMissingLayer" not in data:
+            return False
+        for name in _NAMES:
+            i = data.find(name)
+            while i >= 0:
+                end = i + len(name)
+                if data[end:end + 1] == b"." and _IDENT_START.match(data, end + 1):
+                    return True
+                i = data.find(name, end)
+        return _ALIAS.search(data) is not None
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
         from pp_attr_lint import ranks
