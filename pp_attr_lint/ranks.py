@@ -269,6 +269,13 @@ class _Walker:
     def formula(self, node) -> tuple:
         return formula(node, self.flags)
 
+    def split(self, test, guard, guarded) -> tuple:
+        """The guards of the two branches of ``test`` and the receivers it checks."""
+        chains = set(guarded)
+        _guards_chain(test, chains)
+        t = self.formula(test)
+        return f_and(guard, t), f_and(guard, f_not(t)), frozenset(chains)
+
     def pos(self, node) -> tuple:
         return (node.lineno, self.lines.col(node.lineno, node.col_offset),
                 node.end_lineno, self.lines.col(node.end_lineno, node.end_col_offset))
@@ -290,11 +297,9 @@ class _Walker:
     def stmt(self, stmt, guard, guarded, protected, loops) -> None:
         if isinstance(stmt, ast.If):
             self.exprs([stmt.test], guard, guarded, protected, loops)
-            chains = set(guarded)
-            _guards_chain(stmt.test, chains)
-            t = self.formula(stmt.test)
-            self.block(stmt.body, f_and(guard, t), frozenset(chains), protected, loops)
-            self.block(stmt.orelse, f_and(guard, f_not(t)), frozenset(chains), protected, loops)
+            yes, no, chains = self.split(stmt.test, guard, guarded)
+            self.block(stmt.body, yes, chains, protected, loops)
+            self.block(stmt.orelse, no, chains, protected, loops)
             return
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.exprs([stmt.iter], guard, guarded, protected, loops)
@@ -373,11 +378,9 @@ class _Walker:
             return
         if isinstance(node, ast.IfExp):
             self.expr(node.test, guard, guarded, protected, loops)
-            chains = set(guarded)
-            _guards_chain(node.test, chains)
-            t = self.formula(node.test)
-            self.expr(node.body, f_and(guard, t), frozenset(chains), protected, loops)
-            self.expr(node.orelse, f_and(guard, f_not(t)), frozenset(chains), protected, loops)
+            yes, no, chains = self.split(node.test, guard, guarded)
+            self.expr(node.body, yes, chains, protected, loops)
+            self.expr(node.orelse, no, chains, protected, loops)
             return
         if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
             chains = set(guarded)

@@ -55,24 +55,28 @@ def where(obj):
     return out
 
 
+def tracer_into(lines):
+    """A trace function that adds every executed "file:line" of the case's files to ``lines``."""
+    def tracer(frame, event, arg):
+        f = rel(frame.f_code.co_filename)
+        if f is None:
+            return None
+        def local(frame, event, arg):
+            if event == "line":
+                lines.add(f"{f}:{frame.f_lineno}")
+            return local
+        lines.add(f"{f}:{frame.f_lineno}")
+        return local
+    return tracer
+
+
 for size in WORLD_SIZES:
     for rank in range(size):
         os.environ["PP_ATTR_LINT_PP_RANK"], os.environ["PP_ATTR_LINT_PP_SIZE"] = str(rank), str(size)
         for name in [m for m in sys.modules if m == "run" or m.split(".")[0] in TOPS]:
             del sys.modules[name]
         imported = set()
-
-        def import_tracer(frame, event, arg):
-            f = rel(frame.f_code.co_filename)
-            if f is None:
-                return None
-            def local(frame, event, arg):
-                if event == "line":
-                    imported.add(f"{f}:{frame.f_lineno}")
-                return local
-            return local
-
-        sys.settrace(import_tracer)
+        sys.settrace(tracer_into(imported))
         try:
             run = importlib.import_module("run")
         finally:
@@ -80,19 +84,7 @@ for size in WORLD_SIZES:
         results.append({"size": size, "rank": rank, "probe": "<import>", "error": None, "executed": sorted(imported)})
         for i, probe in enumerate(run.PROBES):
             executed = set()
-
-            def tracer(frame, event, arg):
-                f = rel(frame.f_code.co_filename)
-                if f is None:
-                    return None
-                def local(frame, event, arg):
-                    if event == "line":
-                        executed.add(f"{f}:{frame.f_lineno}")
-                    return local
-                executed.add(f"{f}:{frame.f_lineno}")
-                return local
-
-            sys.settrace(tracer)
+            sys.settrace(tracer_into(executed))
             error = None
             try:
                 probe()
