@@ -19,8 +19,10 @@ Values of assignments are *value descriptors*, small tuples:
 * ``("call", dotted, kwargs)`` -- ``dotted(...)``; ``kwargs`` maps keyword -> list of string
   literals when the keyword's value is a list/tuple of string literals (``architectures=["A"]``).
 * ``("ref", (name, attr, attr, ...))`` -- a name followed by attribute reads (``self.a.b``).
-* ``("ann", dotted)`` -- an annotation naming a class.
-* ``("none",)`` -- the constant ``None``.
+* ``("ann", dotted)`` -- an annotation naming a class (``"?dotted"`` when it admits ``None``:
+  ``Optional[X]``, ``X | None``, or a parameter whose default is ``None``).
+* ``("none",)`` -- the constant ``None`` (also added for ``a or b``, which is ``b`` when ``a``
+  is falsy).
 * ``("unknown",)`` -- anything else.
 
 Positions are 1-based lines and 0-based *character* columns (``ast`` gives UTF-8 byte offsets;
@@ -72,6 +74,9 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
         return value_descriptors(node.value)
     if isinstance(node, ast.Constant) and node.value is None:
         return [NONE]
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        # `a or X(...)`: any operand (the first truthy one), and None stays possible (issue 9)
+        return [d for v in node.values for d in value_descriptors(v)] + [NONE]
     if isinstance(node, ast.Call):
         callee = dotted_name(node.func)
         if callee is None:
@@ -91,7 +96,8 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
 
 def annotation_name(node: ast.AST | None) -> str | None:
     """The class named by an annotation: ``Cls``, ``"Cls"``, ``mod.Cls``; ``Optional[Cls]`` and
-    ``Cls | None`` give ``Cls``.  Anything else gives ``None``."""
+    ``Cls | None`` give ``"?Cls"`` (the ``?`` says the value may be ``None``).  Anything else
+    gives ``None``."""
     if node is None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -102,13 +108,17 @@ def annotation_name(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         left, right = node.left, node.right
         if isinstance(right, ast.Constant) and right.value is None:
-            return annotation_name(left)
+            return _optional(annotation_name(left))
         if isinstance(left, ast.Constant) and left.value is None:
-            return annotation_name(right)
+            return _optional(annotation_name(right))
         return None
     if isinstance(node, ast.Subscript) and dotted_name(node.value) in ("Optional", "typing.Optional"):
-        return annotation_name(node.slice)
+        return _optional(annotation_name(node.slice))
     return dotted_name(node)
+
+
+def _optional(ann: str | None) -> str | None:
+    return None if ann is None else "?" + ann.lstrip("?")
 
 
 class _LineIndex:
@@ -325,8 +335,13 @@ class _Summarizer:
         positional = args.posonlyargs + args.args
         self_name = positional[0].arg if (cls is not None and self_kind and positional) else None
         params = {}
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
         for a in positional + args.kwonlyargs:
             ann = annotation_name(a.annotation)
+            d = defaults.get(a.arg)
+            if ann is not None and isinstance(d, ast.Constant) and d.value is None:
+                ann = _optional(ann)  # `x: Inner = None`
             params[a.arg] = ann
         for a in (args.vararg, args.kwarg):
             if a is not None:
@@ -345,6 +360,10 @@ class _Summarizer:
         }
         for stmt in fn.body:
             self._walk_fn(stmt, scope, cls, fn.name)
+        # what it returns (for `self.x = self.build(...)` and `x = make(...)`): the value of each
+        # `return` outside nested functions, and the return annotation
+        scope["returns"] = [d for r in _returns(fn) for d in (value_descriptors(r.value) if r.value else [NONE])]
+        scope["return_ann"] = annotation_name(fn.returns)
         if fn.name == "__new__" and cls is not None:
             scope["new_benign"] = _new_is_benign(fn, self.attrs)
         return scope
@@ -677,6 +696,19 @@ def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[
             if passes and not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == cls_name):
                 return False
     return returns > 0
+
+
+def _returns(fn: ast.AST) -> list[ast.Return]:
+    """The ``return`` statements of ``fn``'s own body (not of nested functions or classes)."""
+    out: list[ast.Return] = []
+    stack = list(ast.iter_child_nodes(fn))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            out.append(node)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return out
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:
