@@ -32,6 +32,7 @@ class RuleRunner:
         self._store_memo: dict = {}
         self._self_stores: dict = {}
         self._paths_memo: dict = {}
+        self._path_why: dict = {}  # (class, attr) -> why the first submodule that could not be resolved failed
 
     def _paths(self, key: ClassKey, attr: str) -> dict[tuple[str, ...], list]:
         """Submodule paths from a wrapper to classes that really set the attribute (memoized)."""
@@ -50,6 +51,8 @@ class RuleRunner:
                 for step in sorted(self._assigned_attrs(ck)):
                     got = r.attr_candidates(ck, step)
                     if got is None:
+                        if r.why is not None:
+                            self._path_why.setdefault((key, attr), (r.why[0], f"`{ck[1]}.{step}`: {r.why[1]}", r.why[2]))
                         continue
                     cands, wheres = got
                     real = sorted(cands - {NONE_KEY})  # a step that may be None: no fix through it
@@ -126,7 +129,10 @@ class RuleRunner:
                 else:
                     common = {p: {**common[p], **per[p]} for p in common if p in per}
                 if not common:
-                    return None
+                    # the attribute is absent; when a submodule's class could not be told, the
+                    # inner model may be among them: not judged, else not this rule's pattern
+                    why = self._path_why.get((k, read["attr"])) if not paths else None
+                    return unjudged(*why) if why else None
         except Unresolved as e:
             return unjudged(e.reason, e.detail, e.path)
         assert common

@@ -453,10 +453,11 @@ class Project:
         st = self._find(module)
         if st is not None:
             self.load(st)
+            rel = os.path.relpath(st.path) if st.path.startswith(os.getcwd() + os.sep) else st.path
             if st.syntax_error:
-                return ("syntax-error", f"{st.path}:{st.syntax_error[1]}: {st.syntax_error[0]}", st.path)
+                return ("syntax-error", f"{rel}:{st.syntax_error[1]} does not parse: {st.syntax_error[0]}", st.path)
             if st.error:
-                return ("syntax-error", f"{st.path}: {st.error}", st.path)
+                return ("syntax-error", f"{rel}: {st.error}", st.path)
         top = module.split(".", 1)[0]
         if top in self.ambiguous:
             return ("ambiguous", f"package `{top}` is in more than one checked or --src folder", None)

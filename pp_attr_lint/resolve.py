@@ -106,8 +106,8 @@ class Resolver:
         parts = module.split(".")
         if not self.src.is_package(module):
             parts = parts[:-1]
-        if level - 1 > len(parts):
-            return None
+        if level > len(parts):
+            return None  # beyond the top-level package (a lone file has none)
         if level > 1:
             parts = parts[: len(parts) - (level - 1)]
         base = ".".join(parts)
