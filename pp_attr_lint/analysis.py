@@ -113,7 +113,12 @@ class RuleRunner:
             if not cands:
                 return unjudged("receiver-unresolved", f"`{'.'.join(chain)}` is only ever None")
             for k in cands:
-                status = r.attribute_status(k, read["attr"])
+                try:
+                    status = r.attribute_status(k, read["attr"])
+                except Unresolved:
+                    if self._declares(k, read["attr"]):
+                        return None  # the class itself sets or declares it: whatever its bases do
+                    raise
                 if status == "unknown":
                     return unjudged(*(r.why or ("dynamic-class", f"{k[1]} may get `{read['attr']}` dynamically", None)))
                 if status != "absent":
@@ -137,6 +142,17 @@ class RuleRunner:
             return unjudged(e.reason, e.detail, e.path)
         assert common
         return self._finding(st, read, sorted(cands), common)
+
+    def _declares(self, key: ClassKey, attr: str) -> bool:
+        """Whether ``key``'s own class body or one of its methods sets or declares ``attr`` (a
+        ``msgspec.Struct`` or dataclass field, ``self.attr = ...``): then reading it cannot be
+        this rule's bug, even when a base class is unknown."""
+        try:
+            rec = self.resolver.class_record(key)
+        except Unresolved:
+            return False
+        return (attr in rec["body_names"] or attr in rec["properties"] or attr in rec["annotations"]
+                or any(attr in scope["assigns"] for scope in rec["methods"].values()))
 
     def _stored_from_outside(self, attr: str, cands: set, module: str, cls: str | None, chain) -> bool:
         """Whether a checked file puts ``attr`` on a candidate from outside its class:

@@ -247,14 +247,20 @@ def _namespace_roots(paths: list[str], src) -> dict[str, tuple[str, tuple[str, .
         root, mod = package_root(p)
         if root in tried:
             continue
-        if os.path.isfile(os.path.join(os.path.dirname(p), "__init__.py")) and "." in mod:
-            continue  # in a regular package: its folders name it
         tried.add(root)
         for s in src_abs:
             if root != s and root.startswith(s.rstrip(os.sep) + os.sep):
                 out[root] = (s, tuple(os.path.relpath(root, s).split(os.sep)))
                 break
         else:
+            top = _enclosing_package(root)
+            if top is not None:
+                # a folder without __init__.py inside a regular package (sglang/srt/ in sglang/)
+                base = os.path.dirname(top)
+                out[root] = (base, tuple(os.path.relpath(root, base).split(os.sep)))
+                continue
+            if os.path.isfile(os.path.join(os.path.dirname(p), "__init__.py")) and "." in mod:
+                continue  # in a regular package: its folders name it
             parts = root.split(os.sep)
             for q in [x for x in paths if package_root(x)[0] == root]:
                 for level, target in _imports(q):
@@ -273,6 +279,21 @@ def _namespace_roots(paths: list[str], src) -> dict[str, tuple[str, tuple[str, .
                 if root in out:
                     break
     return out
+
+
+def _enclosing_package(folder: str, levels: int = 8) -> str | None:
+    """The highest folder above ``folder`` (at most ``levels`` up) that holds an ``__init__.py``,
+    when there is one: ``folder`` is then a namespace portion inside that package."""
+    found = None
+    d = folder
+    for _ in range(levels):
+        parent = os.path.dirname(d)
+        if parent == d:
+            break
+        d = parent
+        if os.path.isfile(os.path.join(d, "__init__.py")):
+            found = d
+    return found
 
 
 def infer_module(path: str, src, env_paths) -> str | None:

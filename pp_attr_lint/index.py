@@ -75,7 +75,7 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
     if isinstance(node, ast.Constant) and node.value is None:
         return [NONE]
     if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
-        # `a or X(...)`: any operand (the first truthy one), and None stays possible (issue 9)
+        # `a or X(...)`: any operand (the first truthy one), and None stays possible
         return [d for v in node.values for d in value_descriptors(v)] + [NONE]
     if isinstance(node, ast.Call):
         callee = dotted_name(node.func)
@@ -265,6 +265,7 @@ class _Summarizer:
         methods: dict[str, Any] = {}
         annotations: dict[str, str] = {}
         nested: list[str] = []
+        class_values: dict[str, str] = {}  # `model_cls = DeepseekV4Model` in the class body
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decos = [dotted_name(d.func if isinstance(d, ast.Call) else d) for d in stmt.decorator_list]
@@ -282,6 +283,9 @@ class _Summarizer:
             elif isinstance(stmt, ast.Assign):
                 for t in stmt.targets:
                     body_names.extend(_target_names(t))
+                dn = dotted_name(stmt.value)
+                if dn is not None and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    class_values[stmt.targets[0].id] = dn
                 self._scan_reads(stmt, node.name, None)
             elif isinstance(stmt, ast.AnnAssign):
                 if isinstance(stmt.target, ast.Name):
@@ -327,6 +331,7 @@ class _Summarizer:
             "properties": sorted(set(properties)),
             "annotations": annotations,
             "methods": methods,
+            "class_values": class_values,
         }
 
     # -- functions and methods ---------------------------------------------------------------

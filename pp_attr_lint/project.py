@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import __version__
 
-SUMMARY_VERSION = 11  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 12  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -42,6 +42,8 @@ DEFAULT_EXCLUDE = (
 
 
 def default_cache_dir() -> Path:
+    """``$PP_ATTR_LINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pp-attr-lint`` (``~/.cache/pp-attr-lint``):
+    summaries, run results, wheels (``audit``) and validate's files live below it."""
     env = os.environ.get("PP_ATTR_LINT_CACHE_DIR")
     if env:
         return Path(env)
@@ -503,11 +505,14 @@ def environment_paths(python: str | None = None, cache_dir: Path | None = None) 
     import sysconfig
 
     if python is None:
-        paths = list(sys.path)
+        paths = list(sys.path[1:])  # [0] is the script's folder or the working directory
         stdlib = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
         return _site_folders(paths, stdlib)
     exe = os.path.abspath(python)
-    st = os.stat(exe)  # OSError when missing
+    try:
+        st = os.stat(exe)
+    except OSError as e:
+        raise OSError(f"{python}: no such interpreter ({e.strerror or e})") from None
     key = hashlib.blake2b(f"{exe}|{st.st_mtime_ns}|{st.st_size}".encode(), digest_size=8).hexdigest()
     memo = cache_dir / f"env-{key}.json" if cache_dir is not None else None
     if memo is not None:

@@ -267,8 +267,8 @@ class Resolver:
         """``None`` for a name outside the analysed code: ``module-not-found`` when no folder
         holds its top-level package, else ``reason``."""
         top = qualified.split(".", 1)[0]
-        if self._known_external(qualified):
-            # `x: nn.Module`: a known base says nothing about which class the value is
+        if self._known_external(qualified) or top in ("typing", "typing_extensions", "builtins", "collections"):
+            # `x: nn.Module`, `x: Any`: says nothing about which class the value is
             return self._fail("receiver-unresolved", f"`{qualified}` does not tell which class the value is")
         if any(b.split(".", 1)[0] == top for b in self.settings.attributeless_bases):
             return self._fail(reason, f"`{qualified}` is outside the analysed code (`{top}` is never read from source)")
@@ -644,11 +644,19 @@ class Resolver:
                 rec = self.class_record(entry)
                 if name in rec["methods"] and name in rec["body_names"]:
                     return self._returns(entry[0], entry, rec["methods"][name], depth, f"{entry[1]}.{name}")
+                if name in rec.get("class_values", {}) and not self._instance_sets(key, name):
+                    # `model_cls = Inner` in the class body, `self.model = self.model_cls(...)`
+                    return self.value_candidates(("call", rec["class_values"][name], {}), entry[0], None, None, depth + 1)
                 if name in rec["body_names"] or name in rec["properties"] or name in rec["annotations"]:
                     break
         except Unresolved as e:
             return self._fail(e.reason, e.detail, e.path)
         return self._fail("receiver-unresolved", f"`self.{name}(...)`: no plain method `{name}` on {key[1]}")
+
+    def _instance_sets(self, key: ClassKey, name: str) -> bool:
+        """Whether a method of a class on ``key``'s MRO assigns ``self.<name>``."""
+        return any(name in scope["assigns"] for e in self.mro(key) if e[0] != EXTERNAL
+                   for scope in self.class_record(e)["methods"].values())
 
     def _returns(self, module: str, cls: ClassKey | None, scope: dict, depth: int, what: str) -> set[ClassKey] | None:
         """The classes a function or method returns: the union over its ``return`` statements
