@@ -29,7 +29,8 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-EXIT_ERROR = 2
+from .cli import EXIT_ERROR
+
 _PINNED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([A-Za-z0-9.+!_-]+)\s*$")
 _DONE = ".pp-attr-lint-unpacked"
 _CONFIG = ".pp-attr-lint-audit.toml"  # an empty configuration: the working directory's is not used
@@ -171,7 +172,7 @@ def run_audit(args) -> int:
     if args.exit_zero:
         argv.append("--exit-zero")
     check_args = build_parser(with_validate=False).parse_args(argv)
-    if not getattr(args, "quiet", False) and args.output_format in ("text", "concise"):
+    if args.output_format in ("text", "concise"):
         print(f"pp-attr-lint: auditing {wheel.name} ({', '.join(pkgs)})", file=sys.stderr)
     old = os.getcwd()
     os.chdir(folder)  # findings read `vllm/...`, as in the source tree
