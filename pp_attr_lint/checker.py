@@ -177,7 +177,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=()):
         if root in remap:
             new_root, prefix = remap[root]
             root, mod = new_root, ".".join(prefix + (mod,))
-        elif "." not in mod and _has_relative_imports(p):
+        elif "." not in mod and os.path.basename(p) != "__init__.py" and _has_relative_imports(p):
             inferred = infer_module(p, src, env_paths)
             if inferred is not None:
                 lone.append((p, inferred))
@@ -259,10 +259,12 @@ def _namespace_roots(paths: list[str], src) -> dict[str, tuple[str, tuple[str, .
                 base = os.path.dirname(top)
                 out[root] = (base, tuple(os.path.relpath(root, base).split(os.sep)))
                 continue
-            if os.path.isfile(os.path.join(os.path.dirname(p), "__init__.py")) and "." in mod:
-                continue  # in a regular package: its folders name it
+            # files that lie right in the folder (no __init__.py beside them): their imports tell
+            loose = [x for x in paths if os.path.dirname(x) == root]
+            if not loose:
+                continue  # only regular packages below it: their folders name them
             parts = root.split(os.sep)
-            for q in [x for x in paths if package_root(x)[0] == root]:
+            for q in loose:
                 for level, target in _imports(q):
                     t = target.split(".")
                     if level or len(t) < 2:

@@ -363,11 +363,17 @@ class _Summarizer:
             "dynamic": False,
             "passes_self": False,
         }
+        self._rets: list[ast.Return] = []
+        self._nested: list[ast.AST] = []
         for stmt in fn.body:
             self._walk_fn(stmt, scope, cls, fn.name)
         # what it returns (for `self.x = self.build(...)` and `x = make(...)`): the value of each
-        # `return` outside nested functions, and the return annotation
-        scope["returns"] = [d for r in _returns(fn) for d in (value_descriptors(r.value) if r.value else [NONE])]
+        # `return` outside nested functions and classes, and the return annotation
+        rets = self._rets
+        if self._nested:
+            inner = {id(r) for n in self._nested for r in ast.walk(n) if isinstance(r, ast.Return)}
+            rets = [r for r in rets if id(r) not in inner]
+        scope["returns"] = [d for r in rets for d in (value_descriptors(r.value) if r.value else [NONE])]
         scope["return_ann"] = annotation_name(fn.returns)
         if fn.name == "__new__" and cls is not None:
             scope["new_benign"] = _new_is_benign(fn, self.attrs)
@@ -384,6 +390,12 @@ class _Summarizer:
                 continue
             if t not in _FN_INTERESTING:
                 continue
+            if t is ast.Return:
+                self._rets.append(sub)  # type: ignore[arg-type]
+                continue
+            if t is ast.ClassDef:
+                self._nested.append(sub)
+                continue
             if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                 value = sub.value
@@ -398,6 +410,8 @@ class _Summarizer:
                     if item.optional_vars is not None:
                         self._record_target(item.optional_vars, None, scope, sub)
             elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if not isinstance(sub, ast.Lambda):
+                    self._nested.append(sub)
                 a = sub.args
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
                     scope["locals"].setdefault(p.arg, []).append(UNKNOWN)
@@ -531,7 +545,7 @@ class _Summarizer:
 _FN_INTERESTING = frozenset({
     ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension,
     ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ExceptHandler,
-    ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Call, ast.Subscript,
+    ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Call, ast.Subscript, ast.Return, ast.ClassDef,
 })
 
 
@@ -701,19 +715,6 @@ def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[
             if passes and not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == cls_name):
                 return False
     return returns > 0
-
-
-def _returns(fn: ast.AST) -> list[ast.Return]:
-    """The ``return`` statements of ``fn``'s own body (not of nested functions or classes)."""
-    out: list[ast.Return] = []
-    stack = list(ast.iter_child_nodes(fn))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            out.append(node)
-        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            stack.extend(ast.iter_child_nodes(node))
-    return out
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:

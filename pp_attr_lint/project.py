@@ -502,12 +502,11 @@ def environment_paths(python: str | None = None, cache_dir: Path | None = None) 
         OSError: ``python`` cannot be run or does not answer (the message says which).
     """
     import json
-    import sysconfig
 
     if python is None:
         paths = list(sys.path[1:])  # [0] is the script's folder or the working directory
-        stdlib = {os.path.abspath(sysconfig.get_paths()[k]) for k in ("stdlib", "platstdlib")}
-        return _site_folders(paths, stdlib)
+        # the standard library's folder (where `os` lives; sysconfig costs an import)
+        return _site_folders(paths, {os.path.dirname(os.path.abspath(os.__file__))})
     exe = os.path.abspath(python)
     try:
         st = os.stat(exe)
