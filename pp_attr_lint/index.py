@@ -21,6 +21,8 @@ Values of assignments are *value descriptors*, small tuples:
 * ``("ref", (name, attr, attr, ...))`` -- a name followed by attribute reads (``self.a.b``).
 * ``("ann", dotted)`` -- an annotation naming a class (``"?dotted"`` when it admits ``None``:
   ``Optional[X]``, ``X | None``, or a parameter whose default is ``None``).
+* ``("import", module, name, level)`` -- a name bound by ``from module import name`` inside a
+  function.
 * ``("none",)`` -- the constant ``None`` (also added for ``a or b``, which is ``b`` when ``a``
   is falsy).
 * ``("unknown",)`` -- anything else.
@@ -419,7 +421,12 @@ class _Summarizer:
                     scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
             elif isinstance(sub, ast.ExceptHandler) and sub.name:
                 scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
-            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            elif isinstance(sub, ast.ImportFrom):
+                for a in sub.names:
+                    # `from .pool import Pool` inside the function: the imported name
+                    desc = ("import", sub.module or "", a.name, sub.level) if a.name != "*" else UNKNOWN
+                    scope["locals"].setdefault(a.asname or a.name, []).append(desc)
+            elif isinstance(sub, ast.Import):
                 for a in sub.names:
                     scope["locals"].setdefault((a.asname or a.name).split(".")[0], []).append(UNKNOWN)
             elif isinstance(sub, (ast.Global, ast.Nonlocal)):

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from . import __version__
 
-SUMMARY_VERSION = 12  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 13  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",

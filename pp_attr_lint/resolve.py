@@ -599,7 +599,15 @@ class Resolver:
             return self._method_returns(inst or cls, desc[1].split(".", 1)[1], depth)
         if kind in ("call", "ann") and scope is not None:
             head = desc[1].lstrip("?").split(".", 1)[0]
+            if head in scope["locals"] and head not in scope["params"] and desc[1].lstrip("?") == head:
+                # `from .pool import Pool` or `pool_cls = A if c else B` in the function, then `Pool(...)`
+                classes = self._local_classes(head, module, scope)
+                if classes is None:
+                    return None
+                return classes | {NONE_KEY} if desc[1].startswith("?") else classes
             if head in scope["locals"] or (kind == "call" and head in scope["params"]):
+                if head == scope.get("self"):
+                    return self._fail("receiver-unresolved", f"`{desc[1]}(...)`: a call on another object")
                 # `Cls = Other` inside the function shadows the module's class
                 return self._fail("receiver-unresolved", f"`{head}` is a local name or parameter")
         if kind == "call":
@@ -633,6 +641,31 @@ class Resolver:
         if kind == "ref":
             return self.chain_candidates(desc[1], module, cls, scope, depth + 1)
         return self._fail("receiver-unresolved", "a value that is not a call, a name or an attribute chain")
+
+    def _local_classes(self, head: str, module: str, scope: dict) -> set[ClassKey] | None:
+        """The classes a local name of ``scope`` is bound to, when every binding is a class: an
+        import inside the function or a module-level class name (``cls = A if c else B``)."""
+        out: set[ClassKey] = set()
+        for d in scope["locals"][head]:
+            if d[0] == "import":
+                _, target, name, level = d
+                absm = self._abs_module(module, target, level)
+                if absm is None:
+                    return self._fail("relative-import", f"`from {'.' * level}{target} import {name}` in {module} "
+                                      "goes beyond its top-level package")
+                if self.src.summary(absm) is None:
+                    return self._missing(absm)
+                sym = self.lookup(absm, name)
+            elif d[0] == "ref" and len(d[1]) == 1 and d[1][0] not in scope["locals"] and d[1][0] not in scope["params"]:
+                sym = self.lookup(module, d[1][0])
+            else:
+                return self._fail("receiver-unresolved", f"`{head}` is a local name bound to a value that is not a class")
+            if sym is None:
+                return None
+            if sym[0] != "class":
+                return self._fail("receiver-unresolved", f"`{head}` is bound to a {sym[0]}, not a class")
+            out.add((sym[1], sym[2]))
+        return out or None
 
     def _method_returns(self, key: ClassKey, name: str, depth: int) -> set[ClassKey] | None:
         """What ``self.<name>(...)`` returns on an instance of ``key`` (the first class on its MRO

@@ -221,6 +221,24 @@ FACTORY = '''\
             lm = build_text(config)
             # ruleid: PPA001
             print(lm.start_layer)
+
+
+    class ByLocalImport(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            from .qwen3_vl import Qwen3LLMForCausalLM as LM
+            self.language_model = LM(vllm_config=config)
+            # ruleid: PPA001
+            print(self.language_model.start_layer)
+
+
+    class ByClassVariable(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            lm_cls = Qwen3LLMForCausalLM
+            self.language_model = lm_cls(vllm_config=config)
+            # ruleid: PPA001
+            print(self.language_model.start_layer)
 '''
 
 
@@ -228,7 +246,7 @@ def test_factory_methods_and_functions_are_followed(seed):
     write(seed, {str(MODELS / "factory.py"): FACTORY})
     r = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
     rows = sorted(d["location"]["row"] for d in r.json() if d["filename"].endswith("factory.py"))
-    assert rows == [19, 30, 41], r.stdout
+    assert rows == [19, 30, 41, 50, 59], r.stdout
     assert all(d["fix"]["applicability"] == "safe" for d in r.json())
 
 
