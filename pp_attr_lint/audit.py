@@ -169,8 +169,9 @@ def run_audit(args) -> int:
     argv = ["check", *pkgs, "--config", str(empty_config), "--output-format", args.output_format]
     if getattr(args, "cache_dir", None):
         argv += ["--cache-dir", str(wheel_dir / "lint")]
-    if args.exit_zero:
-        argv.append("--exit-zero")
+    for flag in ("exit_zero", "show_unresolved", "strict"):
+        if getattr(args, flag, False):
+            argv.append("--" + flag.replace("_", "-"))
     check_args = build_parser(with_validate=False).parse_args(argv)
     if args.output_format in ("text", "concise"):
         print(f"pp-attr-lint: auditing {wheel.name} ({', '.join(pkgs)})", file=sys.stderr)

@@ -202,10 +202,11 @@ def _as_module_project(as_module, paths, attrs, cache, src, env_paths, external=
     """The project and file states for ``paths`` checked as module ``as_module``: every ``src``
     folder, then the folder that holds ``as_module``'s top package, then the environment."""
     roots = [Path(s) for s in src]
+    env = list(env_paths)
     for r in _module_roots(as_module, src, env_paths):
-        if str(os.path.abspath(r)) not in [os.path.abspath(x) for x in roots] + [os.path.abspath(e) for e in env_paths]:
-            roots.append(r)
-    project = Project(roots, attrs, cache, env_roots=env_paths, external=external)
+        if str(os.path.abspath(r)) not in [os.path.abspath(x) for x in roots] + [os.path.abspath(e) for e in env]:
+            env.insert(0, str(r))  # a folder on sys.path: searched like the environment (torch stays external)
+    project = Project(roots, attrs, cache, env_roots=env, external=external)
     return project, [project.file_state(p, as_module) for p in paths]
 
 

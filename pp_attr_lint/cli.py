@@ -80,6 +80,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     a.add_argument("--cache-dir", type=Path, help="where wheels are kept (default: the pp-attr-lint cache)")
     a.add_argument("--output-format", choices=FORMATS, default="text")
     a.add_argument("--exit-zero", action="store_true")
+    a.add_argument("--show-unresolved", action="store_true", help="as for check")
+    a.add_argument("--strict", action="store_true", help="as for check")
 
     v = sub.add_parser("validate", help="start the real vLLM engine with pipeline parallelism on a model")
     if with_validate:  # its arguments are added only when needed: importing it costs start-up time

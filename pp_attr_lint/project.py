@@ -245,7 +245,7 @@ class Project:
     """The files being checked and every module resolvable from them (a :class:`SummarySource`)."""
 
     def __init__(self, roots: list[Path], attrs: frozenset[str], cache: Cache,
-                 first_party: set[str] | None = None, env_roots: list[str] = (),
+                 env_roots: list[str] = (),
                  external: frozenset[str] = frozenset(("torch", "builtins", "typing", "typing_extensions", "abc"))):
         """``roots``: the checked tree's folder and ``--src`` folders (a top-level package found
         in two of them is ambiguous).  ``env_roots``: the environment's import folders, searched
@@ -262,8 +262,6 @@ class Project:
         self._top_in_roots: dict[str, bool] = {}
         self.by_path: dict[str, FileState] = {}
         self._root_set = set(self.roots)
-        # top-level packages resolved from the roots (None: all); the rest is outside the project
-        self.first_party = first_party
         self.ambiguous: set[str] = set()  # top-level packages found under more than one root
         self.checked_roots: set[str] = set()  # roots of the checked files (not --src, not --as-module)
         # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
@@ -408,9 +406,6 @@ class Project:
         if module in self.by_module:
             return self.by_module[module]
         found = None
-        if self.first_party is not None and module.split(".", 1)[0] not in self.first_party:
-            self.by_module[module] = None
-            return None
         rel = module.replace(".", os.sep)
         for root in self.roots:
             for cand, is_pkg in ((os.path.join(root, rel + ".py"), False),

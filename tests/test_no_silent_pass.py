@@ -64,7 +64,10 @@ def test_show_unresolved_and_strict(seed):
 def test_sarif_carries_not_judged_as_tool_execution_notifications(seed):
     with open(seed / MODELS / "qwen2.py", "a", encoding="utf-8") as f:
         f.write("def broken(:\n")
+    from test_formats import validate_sarif
+
     r = run_cli("check", ".", "--no-cache", "--output-format", "sarif", cwd=seed)
+    validate_sarif(json.loads(r.stdout))
     run = json.loads(r.stdout)["runs"][0]
     notes = run["invocations"][0]["toolExecutionNotifications"]
     assert len(notes) == 3 and {n["descriptor"]["id"] for n in notes} == {"not-judged/syntax-error"}
