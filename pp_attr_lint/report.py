@@ -58,7 +58,8 @@ def to_json(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
     ``location``/``end_location`` (``row``, ``column``; 1-based), ``fix``, ``url``, ``noqa_row``;
     plus ``name`` and ``explanation`` (the resolution chain).  Each read no rule could judge
     follows the findings as an object with ``"name": "not-judged"``, ``"code": null``, the rule
-    in ``"rule"``, ``"reason"`` (a code of :data:`pp_attr_lint.unjudged.REASONS`) and ``"detail"``."""
+    in ``"rule"``, ``"reason"`` (a code of :data:`pp_attr_lint.unjudged.REASONS`), ``"detail"`` and
+    ``"dependency"`` (the file that caused it, or ``null``)."""
     out = []
     for f in findings:
         out.append({

@@ -74,6 +74,19 @@ def test_sarif_carries_not_judged_as_tool_execution_notifications(seed):
     assert all(n["level"] == "note" and n["associatedRule"]["id"] == "PPA001" for n in notes)
 
 
+def test_github_output_adds_one_notice(seed):
+    with open(seed / MODELS / "qwen2.py", "a", encoding="utf-8") as f:
+        f.write("def broken(:\n")
+    r = run_cli("check", ".", "--no-cache", "--output-format", "github", cwd=seed)
+    notices = [ln for ln in r.stdout.splitlines() if ln.startswith("::notice")]
+    assert len(notices) == 1 and "3 reads not judged (3 syntax-error)" in notices[0]
+
+
+def test_bad_python_is_a_usage_error(seed):
+    r = run_cli("check", ".", "--no-cache", "--python", str(seed / "no-such-python"), cwd=seed)
+    assert r.rc == 2 and "no such interpreter" in r.stderr and r.stdout == ""
+
+
 def test_clean_seed_prints_no_not_judged_line(seed):
     r = run_cli("check", ".", "--no-cache", cwd=seed)
     assert "not judged" not in r.stdout and r.stdout.rstrip().endswith("1 fixable with the `--fix` option.")
