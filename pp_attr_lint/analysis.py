@@ -100,8 +100,6 @@ class RuleRunner:
             return unjudged("receiver-unresolved", "the enclosing function is not understood")
         if len(chain) == 1 and chain[0] == scope.get("self"):
             return None  # `self.start_layer`: the enclosing class is what it is
-        if any(g == "*" or g in self.rule.attributes for g in read.get("guards", ())):
-            return None  # under `hasattr(receiver, "start_layer")` or `except AttributeError`: cannot raise
         r = self.resolver
         clskey = (st.module, cls) if cls else None
         r.why = None
