@@ -605,9 +605,21 @@ class Resolver:
                 if classes is None:
                     return None
                 return classes | {NONE_KEY} if desc[1].startswith("?") else classes
+            if kind == "call" and "." in desc[1] and (head == scope.get("self") or head in scope["locals"]
+                                                        or head in scope["params"]):
+                # `self.builder.build(...)`, `factory.make(...)`: the method of the receiver's classes
+                *prefix, meth = desc[1].split(".")
+                owners = self.chain_candidates(tuple(prefix), module, cls, scope, depth + 1)
+                if owners is None:
+                    return None
+                out: set[ClassKey] = set()
+                for ok in sorted(owners - {NONE_KEY}):
+                    got = self._method_returns(ok, meth, depth)
+                    if got is None:
+                        return None
+                    out |= got
+                return out or self._fail("receiver-unresolved", f"`{desc[1]}(...)`: the receiver is only ever None")
             if head in scope["locals"] or (kind == "call" and head in scope["params"]):
-                if head == scope.get("self"):
-                    return self._fail("receiver-unresolved", f"`{desc[1]}(...)`: a call on another object")
                 # `Cls = Other` inside the function shadows the module's class
                 return self._fail("receiver-unresolved", f"`{head}` is a local name or parameter")
         if kind == "call":

@@ -255,6 +255,20 @@ FACTORY = '''\
             self.language_model = lm_cls(vllm_config=config)
             # ruleid: PPA001
             print(self.language_model.start_layer)
+
+
+    class Builder:
+        def build(self, config):
+            return Qwen3LLMForCausalLM(vllm_config=config)
+
+
+    class ByBuilderObject(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.builder = Builder()
+            self.language_model = self.builder.build(config)
+            # ruleid: PPA001
+            print(self.language_model.start_layer)
 '''
 
 
@@ -262,7 +276,7 @@ def test_factory_methods_and_functions_are_followed(seed):
     write(seed, {str(MODELS / "factory.py"): FACTORY})
     r = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
     rows = sorted(d["location"]["row"] for d in r.json() if d["filename"].endswith("factory.py"))
-    assert rows == [19, 30, 41, 50, 59], r.stdout
+    assert rows == [19, 30, 41, 50, 59, 73], r.stdout
     assert all(d["fix"]["applicability"] == "safe" for d in r.json())
 
 
