@@ -10,10 +10,10 @@ the same submodule path.
 from __future__ import annotations
 
 from .index import scopes_by_line
-from .model import Edit, Finding, Fix
-from .textio import display_path
+from .model import Edit, Finding, Fix, NotJudged
 from .project import FileState, Project
-from .resolve import EXTERNAL, ClassKey, Resolver, Unresolved, Where
+from .resolve import EXTERNAL, NONE_KEY, ClassKey, Resolver, Unresolved, Where
+from .textio import display_path
 
 
 def _where(w: Where) -> str:
@@ -33,6 +33,7 @@ class RuleRunner:
         self._store_memo: dict = {}
         self._self_stores: dict = {}
         self._paths_memo: dict = {}
+        self._path_why: dict = {}  # (class, attr) -> why the first submodule that could not be resolved failed
 
     def _paths(self, key: ClassKey, attr: str) -> dict[tuple[str, ...], list]:
         """Submodule paths from a wrapper to classes that really set the attribute (memoized)."""
@@ -51,14 +52,17 @@ class RuleRunner:
                 for step in sorted(self._assigned_attrs(ck)):
                     got = r.attr_candidates(ck, step)
                     if got is None:
+                        if r.why is not None:
+                            self._path_why.setdefault((key, attr), (r.why[0], f"`{ck[1]}.{step}`: {r.why[1]}", r.why[2]))
                         continue
                     cands, wheres = got
-                    defs = [r.definition(c, attr) for c in sorted(cands)]
+                    real = sorted(cands - {NONE_KEY})  # a step that may be None: no fix through it
+                    defs = [r.definition(c, attr) for c in real]
                     new_trail = trail + [(ck, step, sorted(cands), wheres)]
                     if all(d is not None for d in defs):
-                        out[path + (step,)] = new_trail + [("def", sorted(cands), defs)]
-                    elif len(cands) == 1:
-                        nxt.append((path + (step,), next(iter(cands)), new_trail))
+                        out[path + (step,)] = new_trail + [("def", real, defs)]
+                    elif len(real) == 1:
+                        nxt.append((path + (step,), real[0], new_trail))
             if out:
                 break
             frontier = nxt
@@ -75,26 +79,48 @@ class RuleRunner:
                 names.update(scope["assigns"])
         return names
 
-    def evaluate(self, st: FileState, read: dict, scopes: dict) -> Finding | None:
+    def evaluate(self, st: FileState, read: dict, scopes: dict) -> Finding | NotJudged | None:
+        """Judge one watched read of ``st``: a :class:`Finding`, ``None`` when it is proved fine
+        (or is not this rule's pattern: ``self.start_layer``, a guarded read, an attribute that
+        may be set), or a :class:`NotJudged` record with the reason it could be neither
+        (see :mod:`pp_attr_lint.unjudged`)."""
+        def unjudged(reason: str, detail: str, path: str | None = None) -> NotJudged:
+            return NotJudged(code=self.rule.code, reason=reason, detail=detail, path=st.path,
+                             row=read["line"], column=read["col"] + 1, dep_path=path)
+
         chain = read["chain"]
-        if not chain:
-            return None
         cls = read["class"]
         scope = scopes.get((cls, read["function"]))
-        if scope is None:
-            return None
-        if len(chain) == 1 and chain[0] == scope.get("self"):
-            return None  # `self.start_layer`: the enclosing class is what it is
         if any(g == "*" or g in self.rule.attributes for g in read.get("guards", ())):
             return None  # under `hasattr(receiver, "start_layer")` or `except AttributeError`: cannot raise
+        if not chain:
+            return unjudged("receiver-unresolved", "the receiver is an expression, not a name or attribute chain")
+        if scope is None:
+            if read["function"] is None and len(chain) >= 1:
+                return unjudged("receiver-unresolved", "a read at module or class level")
+            return unjudged("receiver-unresolved", "the enclosing function is not understood")
+        if len(chain) == 1 and chain[0] == scope.get("self"):
+            return None  # `self.start_layer`: the enclosing class is what it is
         r = self.resolver
         clskey = (st.module, cls) if cls else None
+        r.why = None
         try:
-            cands = r.chain_candidates(tuple(chain), st.module, clskey, scope)
+            got = r.chain_candidates(tuple(chain), st.module, clskey, scope)
+            if got is None:
+                return unjudged(*(r.why or ("receiver-unresolved", f"`{'.'.join(chain)}` cannot be resolved", None)))
+            cands = got - {NONE_KEY}  # on None the read raises whatever the fix: judge the rest
             if not cands:
-                return None
+                return unjudged("receiver-unresolved", f"`{'.'.join(chain)}` is only ever None")
             for k in cands:
-                if r.attribute_status(k, read["attr"]) != "absent":
+                try:
+                    status = r.attribute_status(k, read["attr"])
+                except Unresolved:
+                    if self._declares(k, read["attr"]):
+                        return None  # the class itself sets or declares it: whatever its bases do
+                    raise
+                if status == "unknown":
+                    return unjudged(*(r.why or ("dynamic-class", f"{k[1]} may get `{read['attr']}` dynamically", None)))
+                if status != "absent":
                     return None
             if self._stored_from_outside(read["attr"], cands, st.module, cls, read["chain"]):
                 return None
@@ -107,11 +133,25 @@ class RuleRunner:
                 else:
                     common = {p: {**common[p], **per[p]} for p in common if p in per}
                 if not common:
-                    return None
-        except Unresolved:
-            return None
+                    # the attribute is absent; when a submodule's class could not be told, the
+                    # inner model may be among them: not judged, else not this rule's pattern
+                    why = self._path_why.get((k, read["attr"])) if not paths else None
+                    return unjudged(*why) if why else None
+        except Unresolved as e:
+            return unjudged(e.reason, e.detail, e.path)
         assert common
         return self._finding(st, read, sorted(cands), common)
+
+    def _declares(self, key: ClassKey, attr: str) -> bool:
+        """Whether ``key``'s own class body or one of its methods sets or declares ``attr`` (a
+        ``msgspec.Struct`` or dataclass field, ``self.attr = ...``): then reading it cannot be
+        this rule's bug, even when a base class is unknown."""
+        try:
+            rec = self.resolver.class_record(key)
+        except Unresolved:
+            return False
+        return (attr in rec["body_names"] or attr in rec["properties"] or attr in rec["annotations"]
+                or any(attr in scope["assigns"] for scope in rec["methods"].values()))
 
     def _stored_from_outside(self, attr: str, cands: set, module: str, cls: str | None, chain) -> bool:
         """Whether a checked file puts ``attr`` on a candidate from outside its class:
@@ -198,7 +238,11 @@ class RuleRunner:
                                       path=dotted, where=where, fixed=fixed)
         explanation = self._explain(receiver, cands, attr, path, trails, defs)
         fix = None
-        if rule.fix_applicability and len(best) == 1:
+        maybe_none = [(ck, step) for k in cands for ck, step, step_cands, _ in trails[k][:-1] if NONE_KEY in step_cands]
+        if maybe_none:
+            ck, step = maybe_none[0]
+            explanation.append(f"no fix: `{ck[1]}.{step}` may be None, and a read through it would raise on None")
+        elif rule.fix_applicability and len(best) == 1:
             edit = Edit(content="." + dotted, row=read["recv_end_line"], column=read["recv_end_col"] + 1,
                         end_row=read["recv_end_line"], end_column=read["recv_end_col"] + 1)
             fix = Fix(applicability=rule.fix_applicability,

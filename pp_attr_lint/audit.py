@@ -29,7 +29,8 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-EXIT_ERROR = 2
+from .cli import EXIT_ERROR
+
 _PINNED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([A-Za-z0-9.+!_-]+)\s*$")
 _DONE = ".pp-attr-lint-unpacked"
 _CONFIG = ".pp-attr-lint-audit.toml"  # an empty configuration: the working directory's is not used
@@ -168,10 +169,11 @@ def run_audit(args) -> int:
     argv = ["check", *pkgs, "--config", str(empty_config), "--output-format", args.output_format]
     if getattr(args, "cache_dir", None):
         argv += ["--cache-dir", str(wheel_dir / "lint")]
-    if args.exit_zero:
-        argv.append("--exit-zero")
+    for flag in ("exit_zero", "show_unresolved", "strict"):
+        if getattr(args, flag, False):
+            argv.append("--" + flag.replace("_", "-"))
     check_args = build_parser(with_validate=False).parse_args(argv)
-    if not getattr(args, "quiet", False) and args.output_format in ("text", "concise"):
+    if args.output_format in ("text", "concise"):
         print(f"pp-attr-lint: auditing {wheel.name} ({', '.join(pkgs)})", file=sys.stderr)
     old = os.getcwd()
     os.chdir(folder)  # findings read `vllm/...`, as in the source tree

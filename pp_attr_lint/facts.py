@@ -28,7 +28,8 @@ from __future__ import annotations
 
 from .settings import Factory, Settings
 
-# bases known to add no instance attributes that a rule could be asked about
+# bases known to add no instance attributes that a rule could be asked about (their packages are
+# never read from the environment)
 ATTRIBUTELESS_BASES = (
     "builtins.object",
     "torch.nn.Module",
@@ -37,9 +38,10 @@ ATTRIBUTELESS_BASES = (
     "typing.Generic",
     "typing_extensions.Protocol",
     "abc.ABC",
-    "vllm.model_executor.models.interfaces.Supports*",
-    "vllm.model_executor.models.interfaces_base.*",
 )
+# vLLM's interface protocols (SupportsPP, HasInnerState, IsHybrid, ... in
+# vllm/model_executor/models/interfaces.py and interfaces_base.py) are not listed: they are read from
+# their source, found in the checked tree, a --src folder or the Python environment.
 
 # class decorators that return the class they get, unchanged in its attributes
 TRANSPARENT_DECORATORS = (

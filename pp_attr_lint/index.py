@@ -19,8 +19,12 @@ Values of assignments are *value descriptors*, small tuples:
 * ``("call", dotted, kwargs)`` -- ``dotted(...)``; ``kwargs`` maps keyword -> list of string
   literals when the keyword's value is a list/tuple of string literals (``architectures=["A"]``).
 * ``("ref", (name, attr, attr, ...))`` -- a name followed by attribute reads (``self.a.b``).
-* ``("ann", dotted)`` -- an annotation naming a class.
-* ``("none",)`` -- the constant ``None``.
+* ``("ann", dotted)`` -- an annotation naming a class (``"?dotted"`` when it admits ``None``:
+  ``Optional[X]``, ``X | None``, or a parameter whose default is ``None``).
+* ``("import", module, name, level)`` -- a name bound by ``from module import name`` inside a
+  function.
+* ``("none",)`` -- the constant ``None`` (also added for ``a or b``, which is ``b`` when ``a``
+  is falsy).
 * ``("unknown",)`` -- anything else.
 
 Positions are 1-based lines and 0-based *character* columns (``ast`` gives UTF-8 byte offsets;
@@ -74,6 +78,9 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
         return value_descriptors(node.value)
     if isinstance(node, ast.Constant) and node.value is None:
         return [NONE]
+    if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+        # `a or X(...)`: any operand (the first truthy one), and None stays possible
+        return [d for v in node.values for d in value_descriptors(v)] + [NONE]
     if isinstance(node, ast.Call):
         callee = dotted_name(node.func)
         if callee is None:
@@ -93,7 +100,8 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
 
 def annotation_name(node: ast.AST | None) -> str | None:
     """The class named by an annotation: ``Cls``, ``"Cls"``, ``mod.Cls``; ``Optional[Cls]`` and
-    ``Cls | None`` give ``Cls``.  Anything else gives ``None``."""
+    ``Cls | None`` give ``"?Cls"`` (the ``?`` says the value may be ``None``).  Anything else
+    gives ``None``."""
     if node is None:
         return None
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
@@ -104,13 +112,17 @@ def annotation_name(node: ast.AST | None) -> str | None:
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
         left, right = node.left, node.right
         if isinstance(right, ast.Constant) and right.value is None:
-            return annotation_name(left)
+            return _optional(annotation_name(left))
         if isinstance(left, ast.Constant) and left.value is None:
-            return annotation_name(right)
+            return _optional(annotation_name(right))
         return None
     if isinstance(node, ast.Subscript) and dotted_name(node.value) in ("Optional", "typing.Optional"):
-        return annotation_name(node.slice)
+        return _optional(annotation_name(node.slice))
     return dotted_name(node)
+
+
+def _optional(ann: str | None) -> str | None:
+    return None if ann is None else "?" + ann.lstrip("?")
 
 
 def _is_super_init(call: ast.Call) -> tuple | None:
@@ -254,6 +266,7 @@ class _Summarizer:
         methods: dict[str, Any] = {}
         annotations: dict[str, str] = {}
         nested: list[str] = []
+        class_values: dict[str, str] = {}  # `model_cls = DeepseekV4Model` in the class body
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decos = [dotted_name(d.func if isinstance(d, ast.Call) else d) for d in stmt.decorator_list]
@@ -271,6 +284,9 @@ class _Summarizer:
             elif isinstance(stmt, ast.Assign):
                 for t in stmt.targets:
                     body_names.extend(_target_names(t))
+                dn = dotted_name(stmt.value)
+                if dn is not None and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+                    class_values[stmt.targets[0].id] = dn
                 self._scan_reads(stmt, node.name, None)
             elif isinstance(stmt, ast.AnnAssign):
                 if isinstance(stmt.target, ast.Name):
@@ -316,6 +332,7 @@ class _Summarizer:
             "properties": sorted(set(properties)),
             "annotations": annotations,
             "methods": methods,
+            "class_values": class_values,
         }
 
     # -- functions and methods ---------------------------------------------------------------
@@ -324,8 +341,13 @@ class _Summarizer:
         positional = args.posonlyargs + args.args
         self_name = positional[0].arg if (cls is not None and self_kind and positional) else None
         params = {}
+        defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):], args.defaults))
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
         for a in positional + args.kwonlyargs:
             ann = annotation_name(a.annotation)
+            d = defaults.get(a.arg)
+            if ann is not None and isinstance(d, ast.Constant) and d.value is None:
+                ann = _optional(ann)  # `x: Inner = None`
             params[a.arg] = ann
         for a in (args.vararg, args.kwarg):
             if a is not None:
@@ -342,8 +364,18 @@ class _Summarizer:
             "dynamic": False,
             "passes_self": False,
         }
+        self._rets: list[ast.Return] = []
+        self._nested: list[ast.AST] = []
         for stmt in fn.body:
             self._walk_fn(stmt, scope, cls, fn.name)
+        # what it returns (for `self.x = self.build(...)` and `x = make(...)`): the value of each
+        # `return` outside nested functions and classes, and the return annotation
+        rets = self._rets
+        if self._nested:
+            inner = {id(r) for n in self._nested for r in ast.walk(n) if isinstance(r, ast.Return)}
+            rets = [r for r in rets if id(r) not in inner]
+        scope["returns"] = [d for r in rets for d in (value_descriptors(r.value) if r.value else [NONE])]
+        scope["return_ann"] = annotation_name(fn.returns)
         if fn.name == "__new__" and cls is not None:
             scope["new_benign"] = _new_is_benign(fn, self.attrs)
         return scope
@@ -359,6 +391,12 @@ class _Summarizer:
                 continue
             if t not in _FN_INTERESTING:
                 continue
+            if t is ast.Return:
+                self._rets.append(sub)  # type: ignore[arg-type]
+                continue
+            if t is ast.ClassDef:
+                self._nested.append(sub)
+                continue
             if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 targets = sub.targets if isinstance(sub, ast.Assign) else [sub.target]
                 value = sub.value
@@ -373,6 +411,8 @@ class _Summarizer:
                     if item.optional_vars is not None:
                         self._record_target(item.optional_vars, None, scope, sub)
             elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if not isinstance(sub, ast.Lambda):
+                    self._nested.append(sub)
                 a = sub.args
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
                     scope["locals"].setdefault(p.arg, []).append(UNKNOWN)
@@ -380,7 +420,12 @@ class _Summarizer:
                     scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
             elif isinstance(sub, ast.ExceptHandler) and sub.name:
                 scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
-            elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            elif isinstance(sub, ast.ImportFrom):
+                for a in sub.names:
+                    # `from .pool import Pool` inside the function: the imported name
+                    desc = ("import", sub.module or "", a.name, sub.level) if a.name != "*" else UNKNOWN
+                    scope["locals"].setdefault(a.asname or a.name, []).append(desc)
+            elif isinstance(sub, ast.Import):
                 for a in sub.names:
                     scope["locals"].setdefault((a.asname or a.name).split(".")[0], []).append(UNKNOWN)
             elif isinstance(sub, (ast.Global, ast.Nonlocal)):
@@ -508,7 +553,7 @@ class _Summarizer:
 _FN_INTERESTING = frozenset({
     ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension,
     ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ExceptHandler,
-    ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Call, ast.Subscript,
+    ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.Call, ast.Subscript, ast.Return, ast.ClassDef,
 })
 
 

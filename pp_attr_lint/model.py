@@ -76,3 +76,34 @@ def finding_from_dict(d: dict) -> Finding:
     if fix is not None:
         fix = Fix(fix[0], fix[1], tuple(Edit(*e) for e in fix[2]))
     return Finding(fix=fix, **d)
+
+
+@dataclass
+class NotJudged:
+    """A watched read that a rule could neither report nor prove fine.
+
+    ``reason`` is a code of :data:`pp_attr_lint.unjudged.REASONS` (``module-not-found``,
+    ``syntax-error``, ``unknown-base``, ...); ``detail`` says which name, module or class stopped it
+    (``base HasInnerState of Plugin cannot be resolved``); ``dep_path`` is the file that caused it
+    when known (the broken file for ``syntax-error``).  Rows and columns as in :class:`Finding`."""
+
+    code: str  # the rule that could not judge the read
+    reason: str
+    detail: str
+    path: str  # absolute
+    row: int
+    column: int
+    dep_path: str | None = None
+
+    def sort_key(self):
+        return (self.path, self.row, self.column, self.code)
+
+
+def not_judged_to_dict(n: NotJudged) -> dict:
+    """Plain data for the cache and the JSON report."""
+    return {k: getattr(n, k) for k in ("code", "reason", "detail", "path", "row", "column", "dep_path")}
+
+
+def not_judged_from_dict(d: dict) -> NotJudged:
+    """The inverse of :func:`not_judged_to_dict`."""
+    return NotJudged(**d)

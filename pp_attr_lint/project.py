@@ -32,7 +32,7 @@ from pathlib import Path
 from . import __version__
 from .plugin import IndexSpec
 
-SUMMARY_VERSION = 12  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 14  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -43,6 +43,8 @@ DEFAULT_EXCLUDE = (
 
 
 def default_cache_dir() -> Path:
+    """``$PP_ATTR_LINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pp-attr-lint`` (``~/.cache/pp-attr-lint``):
+    summaries, run results, wheels (``audit``) and validate's files live below it."""
     env = os.environ.get("PP_ATTR_LINT_CACHE_DIR")
     if env:
         return Path(env)
@@ -222,7 +224,6 @@ class FileState:
     is_package: bool
     digest: str | None = None
     hit: bool | None = None
-    text: str | None = None
     error: str | None = None  # decode / read error
     summary: dict | None = None
     syntax_error: tuple | None = None  # (message, line, col)
@@ -260,16 +261,23 @@ class Project:
     """The files being checked and every module resolvable from them (a :class:`SummarySource`)."""
 
     def __init__(self, roots: list[Path], spec: IndexSpec, cache: Cache,
-                 overrides: dict[str, Path] | None = None, first_party: set[str] | None = None):
+                 env_roots: list[str] = (),
+                 external: frozenset[str] = frozenset(("torch", "builtins", "typing", "typing_extensions", "abc"))):
+        """``roots``: the checked tree's folder and ``--src`` folders (a top-level package found
+        in two of them is ambiguous).  ``spec``: what the enabled rules ask of the index.
+        ``env_roots``: the environment's import folders, searched in order, like ``sys.path``, for
+        top-level packages no root holds; packages named in ``external`` are never read from
+        there (torch stays what the facts' attribute-less base list says it is)."""
         self.roots = [str(r) for r in dict.fromkeys(Path(os.path.abspath(r)) for r in roots)]
         self.spec = spec
         self.cache = cache
         self.prefilter = make_prefilter(spec.attrs, spec.prefilters)
         self.by_module: dict[str, FileState | None] = {}
-        self.overrides = {m: os.path.abspath(p) for m, p in (overrides or {}).items()}
+        self.env_roots = [os.path.abspath(r) for r in env_roots if os.path.abspath(r) not in self.roots]
+        self.external = external
+        self._top_in_roots: dict[str, bool] = {}
+        self.by_path: dict[str, FileState] = {}
         self._root_set = set(self.roots)
-        # top-level packages resolved from the roots (None: all); the rest is outside the project
-        self.first_party = first_party
         self.ambiguous: set[str] = set()  # top-level packages found under more than one root
         self.checked_roots: set[str] = set()  # roots of the checked files (not --src, not --as-module)
         # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
@@ -277,17 +285,20 @@ class Project:
         self.touched: dict[str, tuple | None] = {}
 
     # -- files ---------------------------------------------------------------------------------
-    def file_state(self, path: str, module: str | None = None) -> FileState:
-        """The state of a checked file (``module`` overrides the name taken from its folders)."""
+    def file_state(self, path: str, module: str | None = None, root: str | None = None) -> FileState:
+        """The state of a checked file (``module`` overrides the name taken from its folders;
+        with ``root`` too, the file is named ``module`` inside that checked folder, as for a
+        namespace package)."""
         path = os.path.abspath(path)
+        given_root = root
         root, mod = package_root(path)
         if module is not None:
             mod = module
-            root = self.roots[0] if self.roots else os.path.dirname(path)
+            root = given_root or (self.roots[0] if self.roots else os.path.dirname(path))
         if root not in self._root_set:
             self._root_set.add(root)
             self.roots.append(root)
-        if module is None:
+        if module is None or given_root is not None:
             self.checked_roots.add(root)
         st = FileState(path=path, root=root, module=mod, is_package=path.endswith(os.sep + "__init__.py"))
         known = self.by_module.get(mod)
@@ -296,6 +307,7 @@ class Project:
             self.ambiguous.add(mod.split(".", 1)[0])
         if mod and mod not in self.by_module:
             self.by_module[mod] = st
+        self.by_path[path] = st
         return st
 
     def _stat_key(self, st: FileState):
@@ -410,27 +422,66 @@ class Project:
         if module in self.by_module:
             return self.by_module[module]
         found = None
-        if self.first_party is not None and module.split(".", 1)[0] not in self.first_party:
-            self.by_module[module] = None
-            return None
-        if module in self.overrides:
-            found = FileState(path=self.overrides[module], root=os.path.dirname(self.overrides[module]),
-                              module=module, is_package=False)
-        else:
-            rel = module.replace(".", os.sep)
-            for root in self.roots:
+        rel = module.replace(".", os.sep)
+        for root in self.roots:
+            for cand, is_pkg in ((os.path.join(root, rel + ".py"), False),
+                                 (os.path.join(root, rel, "__init__.py"), True)):
+                if os.path.isfile(cand):
+                    if found is not None and found.path != cand:
+                        self.ambiguous.add(module.split(".", 1)[0])  # in two roots: which one wins?
+                        self.by_module[module] = None
+                        return None
+                    found = FileState(path=cand, root=root, module=module, is_package=is_pkg)
+                    break
+                self.touched.setdefault(cand, None)  # a file added here later changes resolution
+        top = module.split(".", 1)[0]
+        if found is None and self.env_roots and top not in self.external and not self._top_in_project(top):
+            # not in the checked tree or --src: the environment, first folder wins (as sys.path)
+            for root in self.env_roots:
                 for cand, is_pkg in ((os.path.join(root, rel + ".py"), False),
                                      (os.path.join(root, rel, "__init__.py"), True)):
                     if os.path.isfile(cand):
-                        if found is not None and found.path != cand:
-                            self.ambiguous.add(module.split(".", 1)[0])  # in two roots: which one wins?
-                            self.by_module[module] = None
-                            return None
                         found = FileState(path=cand, root=root, module=module, is_package=is_pkg)
                         break
-                    self.touched.setdefault(cand, None)  # a file added here later changes resolution
+                    self.touched.setdefault(cand, None)
+                if found is not None or os.path.isdir(os.path.join(root, top)):
+                    break  # the first folder that holds the top package is the one Python imports
         self.by_module[module] = found
         return found
+
+    def _top_in_project(self, top: str) -> bool:
+        """Whether a root (checked tree, ``--src``) holds the top-level package or module ``top``:
+        then it is never mixed with a copy in the environment."""
+        got = self._top_in_roots.get(top)
+        if got is None:
+            got = any(os.path.isdir(os.path.join(r, top)) or os.path.isfile(os.path.join(r, top + ".py"))
+                      for r in self.roots)
+            self._top_in_roots[top] = got
+        return got
+
+    def failure(self, module: str) -> tuple[str, str, str | None]:
+        """Why ``module`` has no summary, as ``(reason, detail, path)`` with the reason codes of
+        :mod:`pp_attr_lint.unjudged`: ``syntax-error`` (the file does not parse or cannot be
+        read), ``ambiguous`` (its package is in two folders) or ``module-not-found``."""
+        st = self._find(module)
+        if st is not None:
+            self.load(st)
+            rel = os.path.relpath(st.path) if st.path.startswith(os.getcwd() + os.sep) else st.path
+            if st.syntax_error:
+                return ("syntax-error", f"{rel}:{st.syntax_error[1]} does not parse: {st.syntax_error[0]}", st.path)
+            if st.error:
+                return ("syntax-error", f"{rel}: {st.error}", st.path)
+        top = module.split(".", 1)[0]
+        if top in self.ambiguous:
+            return ("ambiguous", f"package `{top}` is in more than one checked or --src folder", None)
+        return ("module-not-found", f"module `{module}` not found", None)
+
+    def state_of(self, path: str) -> FileState | None:
+        """The state of a file this project has loaded, by path."""
+        got = self.by_path.get(path)
+        if got is None:
+            got = next((st for st in self.by_module.values() if st is not None and st.path == path), None)
+        return got
 
     def summary(self, module: str) -> dict | None:
         st = self._find(module)
@@ -447,6 +498,81 @@ class Project:
     def in_checked_root(self, module: str) -> bool:
         st = self._find(module)
         return st is not None and st.root in self.checked_roots
+
+
+def environment_paths(python: str | None = None, cache_dir: Path | None = None) -> list[str]:
+    """The import folders of a Python environment that hold installed packages: ``sys.path``
+    without the standard library, the working directory and zip files.
+
+    ``python``: the interpreter of that environment (like pyright's ``pythonPath``); ``None`` is
+    the one running pp-attr-lint (no process started).  Another interpreter is asked once
+    (``PYTHON -c 'import sys; ...'``) and the answer kept in ``cache_dir`` keyed by the
+    interpreter's path and its ``(mtime, size)``.
+
+    Raises:
+        OSError: ``python`` cannot be run or does not answer (the message says which).
+    """
+    import json
+
+    if python is None:
+        paths = list(sys.path[1:])  # [0] is the script's folder or the working directory
+        # the standard library's folder (where `os` lives; sysconfig costs an import)
+        return _site_folders(paths, {os.path.dirname(os.path.abspath(os.__file__))})
+    exe = os.path.abspath(python)
+    try:
+        st = os.stat(exe)
+    except OSError as e:
+        raise OSError(f"{python}: no such interpreter ({e.strerror or e})") from None
+    key = hashlib.blake2b(f"{exe}|{st.st_mtime_ns}|{st.st_size}".encode(), digest_size=8).hexdigest()
+    memo = cache_dir / f"env-{key}.json" if cache_dir is not None else None
+    if memo is not None:
+        try:
+            return json.loads(memo.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            pass
+    import subprocess
+
+    code = ("import sys, sysconfig, json; p = sysconfig.get_paths(); "
+            "print(json.dumps([sys.path, [p['stdlib'], p['platstdlib']]]))")
+    try:
+        proc = subprocess.run([exe, "-I", "-c", code], capture_output=True, text=True, timeout=60)
+        paths, stdlib = json.loads(proc.stdout)
+    except (subprocess.SubprocessError, ValueError, OSError) as e:
+        raise OSError(f"{python}: cannot ask this interpreter for its import path: {e}") from None
+    out = _site_folders(paths, {os.path.abspath(x) for x in stdlib})
+    if memo is not None:
+        try:
+            _atomic_write(memo, json.dumps(out).encode())
+        except OSError:
+            pass
+    return out
+
+
+def _site_folders(paths: list[str], stdlib: set[str]) -> list[str]:
+    cwd = os.getcwd()
+    out = []
+    for p in paths:
+        if not p or not os.path.isdir(p):
+            continue  # '' (the working directory), zip files, missing folders
+        a = os.path.abspath(p)
+        if a == cwd or a in stdlib or any(a.startswith(s + os.sep) and "site-packages" not in a
+                                          and "dist-packages" not in a for s in stdlib):
+            continue
+        if a not in out:
+            out.append(a)
+    return out
+
+
+def environment_stamp(env_roots: list[str]) -> list[str]:
+    """The installed distributions of ``env_roots`` with their versions (the names of their
+    ``*.dist-info`` / ``*.egg-info`` entries): part of the cache key of a run's result."""
+    out = []
+    for r in env_roots:
+        try:
+            out.extend(sorted(n for n in os.listdir(r) if n.endswith((".dist-info", ".egg-info"))))
+        except OSError:
+            continue
+    return out
 
 
 def discover(paths: list[Path], exclude: list[str], include_explicit: bool = True) -> tuple[list[str], list[str]]:

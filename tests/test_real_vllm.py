@@ -128,3 +128,60 @@ def test_every_default_rule_reports_the_triaged_findings(vllm_release, version):
     assert got == FAMILY[version], r.stdout
     for f in findings:
         assert f["explanation"], f  # every finding says why
+
+
+def test_releases_leave_no_read_unjudged(tree_021: Path, vllm_release):
+    for root in (tree_021, vllm_release(FIXED_RELEASE)):
+        r = run_cli("check", "vllm", "--no-cache", "--output-format", "json", "--show-unresolved", cwd=root)
+        assert r.not_judged() == [], r.not_judged()
+
+
+def test_lone_copy_is_checked_as_the_module_it_matches(tree_021: Path, tmp_path, monkeypatch):
+    """A lone qwen3_vl.py of 0.21.0, with that vLLM on the import path (as installed): checked as
+    vllm.model_executor.models.qwen3_vl, with one line saying so."""
+    shutil.copy(tree_021 / "vllm" / "model_executor" / "models" / "qwen3_vl.py", tmp_path / "qwen3_vl.py")
+    monkeypatch.setenv("PYTHONPATH", str(tree_021))
+    r = run_cli("check", "qwen3_vl.py", "--no-cache", "--output-format", "concise", cwd=tmp_path)
+    assert r.rc == 1, r.stdout + r.stderr
+    assert r.stdout.startswith("qwen3_vl.py:1700:20: PPA001 [*]")
+    assert "checking qwen3_vl.py as module `vllm.model_executor.models.qwen3_vl`" in r.stderr
+    # with no environment: the hint names --as-module
+    r = run_cli("check", "qwen3_vl.py", "--no-cache", "--python", "none", cwd=tmp_path)
+    assert r.rc == 0 and "relative-import" in r.stdout and "`--as-module MODULE`" in r.stdout
+
+
+PLUGIN = '''\
+"""An out-of-tree model: the 0.21.0 deepstack guard copied onto a text model of its own."""
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import HasInnerState, IsHybrid
+from vllm.model_executor.models.qwen3 import Qwen3ForCausalLM
+from vllm.model_executor.models.qwen3_vl import Qwen3LLMModel, Qwen3VLForConditionalGeneration
+
+
+class MyTextForCausalLM(Qwen3ForCausalLM):
+    def __init__(self, *, vllm_config, prefix: str = ""):
+        super(Qwen3ForCausalLM, self).__init__()
+        self.model = Qwen3LLMModel(vllm_config=vllm_config, prefix=prefix)
+
+
+class MyVLForConditionalGeneration(Qwen3VLForConditionalGeneration, HasInnerState, IsHybrid):
+    def __init__(self, *, vllm_config, prefix: str = ""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
+        self.language_model = MyTextForCausalLM(vllm_config=vllm_config, prefix=prefix)
+        if not get_pp_group().is_first_rank:
+            assert self.language_model.start_layer >= len(self.deepstack_input_embeds)
+'''
+
+
+def test_plugin_of_the_installed_vllm(vllm_release, tmp_path, monkeypatch):
+    """A plugin package beside vLLM 0.32.0 in the same environment: found with no flags."""
+    root = vllm_release(FIXED_RELEASE)
+    (tmp_path / "myplugin").mkdir()
+    (tmp_path / "myplugin" / "__init__.py").write_text("")
+    (tmp_path / "myplugin" / "model.py").write_text(PLUGIN)
+    monkeypatch.setenv("PYTHONPATH", str(root))
+    r = run_cli("check", ".", "--no-cache", "--output-format", "json", "--show-unresolved", *PPA001_ONLY, cwd=tmp_path)
+    assert r.rc == 1, r.stdout + r.stderr
+    assert [(f["code"], f["location"]["row"]) for f in r.json()] == [("PPA001", 19)]
+    assert r.json()[0]["fix"]["edits"][0]["content"] == ".model"
+    assert r.not_judged() == []

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from pp_attr_lint.project import Cache, Project
-from pp_attr_lint.resolve import EXTERNAL, Factory, Resolver, Unresolved
 from pp_attr_lint.facts import default_settings
 from pp_attr_lint.index import IndexSpec
+from pp_attr_lint.resolve import EXTERNAL, NONE_KEY, Factory, Resolver, Unresolved
 
 ATTRS = frozenset({"start_layer", "end_layer"})
 MODULE = (EXTERNAL, "torch.nn.Module")
@@ -329,7 +329,8 @@ def test_chain_candidates(receivers):
     assert r.chain_candidates(("self", "lm"), m, outer, init) == {(m, "Wrapper")}
     assert r.chain_candidates(("self", "lm", "model"), m, outer, init) == {(m, "Inner")}
     assert r.chain_candidates(("self", "either"), m, outer, init) == {(m, "Flat"), (m, "Wrapper")}
-    assert r.chain_candidates(("self", "maybe"), m, outer, init) == {(m, "Wrapper")}  # None is not a class
+    # `self.maybe = None` in one branch: None is among the candidates (never a fix through it)
+    assert r.chain_candidates(("self", "maybe"), m, outer, init) == {(m, "Wrapper"), NONE_KEY}
     assert r.chain_candidates(("alias",), m, outer, uses) == {(m, "Wrapper")}
     assert r.chain_candidates(("other",), m, outer, uses) == {(m, "Wrapper")}
     assert r.chain_candidates(("plain",), m, outer, uses) is None

@@ -75,7 +75,7 @@ def default_python() -> str | None:
     return None
 
 
-def default_cache_dir() -> str:
+def validate_cache_dir() -> str:
     """Folder for the toy checkpoints and vLLM's compile cache kept between runs.
 
     ``$PP_ATTR_LINT_VALIDATE_CACHE``, else ``$XDG_CACHE_HOME/pp-attr-lint/validate``
@@ -85,8 +85,9 @@ def default_cache_dir() -> str:
     env = os.environ.get("PP_ATTR_LINT_VALIDATE_CACHE")
     if env:
         return os.path.abspath(env)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "pp-attr-lint", "validate")
+    from ..project import default_cache_dir
+
+    return str(default_cache_dir() / "validate")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -118,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "generation (fast); default = vLLM's own choice (Inductor); auto = eager on "
                              "CPU, default on CUDA")
     parser.add_argument("--no-cache", action="store_true",
-                        help="cold start: do not use or fill the compile cache (see default_cache_dir)")
+                        help="cold start: do not use or fill the compile cache (see validate_cache_dir)")
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temporary run directory")
     parser.add_argument("--verbose", "-v", action="store_true", help="stream the engine's log to stderr")
 
@@ -315,7 +316,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str) ->
     hook_dir = _make_hook_dir(workdir)
     spec = {"arch": arch, "pp": args.pp, "device": args.device, "sources": sources, "workdir": workdir,
             "events": events_path, "result": result_path,
-            "cache_root": None if args.no_cache else default_cache_dir(),
+            "cache_root": None if args.no_cache else validate_cache_dir(),
             "compile": getattr(args, "compile", "auto"),
             # extra vllm.LLM(...) keyword arguments, for experiments (JSON object)
             "engine_overrides": json.loads(os.environ.get("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS") or "{}")}

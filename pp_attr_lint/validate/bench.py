@@ -1,4 +1,4 @@
-"""Measure ``pp-attr-lint validate`` (issue 3, item 6): ``python -m pp_attr_lint.validate.bench``.
+"""Measure ``pp-attr-lint validate``: ``python -m pp_attr_lint.validate.bench``.
 
 Runs the real engine several times through ``python -m pp_attr_lint.validate
 --output-format json`` and prints a Markdown table:

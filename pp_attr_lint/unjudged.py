@@ -1,0 +1,74 @@
+"""Reads that could not be judged: the reasons, what would help, and the one-line summary.
+
+A rule *judges* a watched read when it either reports it or proves it fine.  When it can do
+neither (a module it needs is missing, a file it depends on does not parse, a base class is
+unknown, ...) the read becomes a :class:`pp_attr_lint.model.NotJudged` record with one of the
+reason codes below, so that a run never passes in silence.  Any rule can use this module: raise
+``Unresolved(reason, detail)`` in the resolver, turn it into a record with :func:`not_judged`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+# reason code -> (what it means, what would help)
+REASONS: dict[str, tuple[str, str]] = {
+    "syntax-error": ("a file it depends on has a syntax error", "fix the syntax error (reported as invalid-syntax)"),
+    "module-not-found": ("an imported module is in neither the checked tree nor the environment",
+                         "`--src DIR`, installing the package, or `--python PATH`"),
+    "relative-import": ("a relative import leaves the checked tree (a lone file outside its package)",
+                        "`--as-module MODULE` or checking the whole package"),
+    "unknown-base": ("a base class outside the analysed code is not known to add no attributes",
+                     "`--src DIR` or installing the package that defines it"),
+    "outside-code": ("the receiver's class is defined outside the analysed code",
+                     "`--src DIR` or installing the package that defines it"),
+    "receiver-unresolved": ("the receiver's class cannot be told (an unannotated parameter, a call result, "
+                            "an expression)", "a class annotation on the parameter or attribute"),
+    "dynamic-class": ("a class on the receiver's MRO sets attributes dynamically (`__getattr__`, a class "
+                      "decorator, a metaclass, `setattr` with a computed name)", ""),
+    "ambiguous": ("a name or module has more than one definition (bound twice, or in two folders)", ""),
+    "recursion-limit": ("a class hierarchy or receiver chain too deep to follow", ""),
+}
+
+# the order used when two reasons are equally common, and the fallback reason
+ORDER = tuple(REASONS)
+DEFAULT = "receiver-unresolved"
+
+
+def describe(reason: str) -> str:
+    """What ``reason`` means, in words (the code itself when unknown)."""
+    return REASONS.get(reason, (reason, ""))[0]
+
+
+def helps(reason: str) -> str:
+    """What would help for ``reason`` (empty when nothing would)."""
+    return REASONS.get(reason, ("", ""))[1]
+
+
+def counts(records) -> list[tuple[str, int]]:
+    """``[(reason, count)]`` of ``records`` (objects with ``.reason``), most common first."""
+    c = Counter(r.reason for r in records)
+    order = {r: i for i, r in enumerate(ORDER)}
+    return sorted(c.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), kv[0]))
+
+
+def summary_line(records, shown: bool = False, top: int = 3) -> str:
+    """The one line a text report ends with when some reads were not judged, e.g.::
+
+        12 reads not judged (7 module-not-found, 5 receiver-unresolved); list them with
+        `--show-unresolved`; may help: `--src DIR`, installing the package, or `--python PATH`
+
+    ``shown``: the list was printed (then the flag is not named again).  Empty when ``records``
+    is empty."""
+    if not records:
+        return ""
+    n = len(records)
+    by = counts(records)
+    parts = ", ".join(f"{k} {r}" for r, k in by[:top]) + (", ..." if len(by) > top else "")
+    line = f"{n} read{'s' if n != 1 else ''} not judged ({parts})"
+    if not shown:
+        line += "; list them with `--show-unresolved`"
+    hints = list(dict.fromkeys(helps(r) for r, _ in by[:top] if helps(r)))
+    if hints:
+        line += "; may help: " + "; ".join(hints)
+    return line + "."

@@ -1,0 +1,343 @@
+"""No silent pass: every watched read is judged or listed as not judged with its reason, and the
+situations where a run used to print `All checks passed!` without having looked (a broken file the
+wrapper lives in, a lone copy of a module, a plugin of an installed vLLM, namespace folders,
+factory methods), plus a fix that must never route through a value that may be None."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helpers import run_cli
+
+MODELS = Path("minivllm") / "model_executor" / "models"
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+# -- 1: a syntax error in the file that defines the wrapper's base ---------------------------------
+
+@pytest.mark.parametrize("broken", ["qwen3.py", "qwen2.py"])
+def test_syntax_error_in_a_dependency_is_invalid_syntax(seed, broken):
+    with open(seed / MODELS / broken, "a", encoding="utf-8") as f:
+        f.write("def broken(:\n")
+    r = run_cli("check", ".", "--no-cache", "--output-format", "concise", cwd=seed)
+    assert r.rc == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"{MODELS / broken}:") and "invalid-syntax SyntaxError" in lines[0]
+    assert lines[1] == "Found 1 error."
+    assert lines[2].startswith("3 reads not judged (3 syntax-error); list them with `--show-unresolved`")
+    r = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
+    # ruff's format stays a list of diagnostics; the reads not judged are summed up on stderr
+    assert r.not_judged() == [] and "3 reads not judged (3 syntax-error)" in r.stderr
+    r = run_cli("check", ".", "--no-cache", "--output-format", "json", "--show-unresolved", cwd=seed)
+    nj = r.not_judged()
+    assert {d["reason"] for d in nj} == {"syntax-error"}
+    assert {d["dependency"] for d in nj} == {str((seed / MODELS / broken).resolve())}
+    assert [d["name"] for d in r.json()] == ["invalid-syntax"]
+
+
+def test_show_unresolved_and_strict(seed):
+    with open(seed / MODELS / "qwen3.py", "a", encoding="utf-8") as f:
+        f.write("def broken(:\n")
+    r = run_cli("check", ".", "--no-cache", "--show-unresolved", cwd=seed)
+    assert f"{MODELS / 'qwen3_vl.py'}:29:20: PPA001 not judged (syntax-error): base Qwen3ForCausalLM" in r.stdout
+    assert r.stdout.rstrip().splitlines()[-1].startswith("3 reads not judged (3 syntax-error); may help:")
+    r = run_cli("check", ".", "--no-cache", "--strict", "--output-format", "concise", cwd=seed)
+    assert r.rc == 1 and r.stdout.count("not-judged PPA001 could not judge this read (syntax-error)") == 3
+    (seed / "pyproject.toml").write_text('[tool.pp-attr-lint]\nunresolved = "error"\n')
+    r = run_cli("check", ".", "--no-cache", "--output-format", "concise", cwd=seed)
+    assert r.rc == 1 and r.stdout.count("not-judged") == 3
+    (seed / "pyproject.toml").write_text('[tool.pp-attr-lint]\nunresolved = "maybe"\n')
+    r = run_cli("check", ".", "--no-cache", cwd=seed)
+    assert r.rc == 2 and "`unresolved` must be one of 'report', 'error'" in r.stderr
+
+
+def test_sarif_carries_not_judged_as_tool_execution_notifications(seed):
+    with open(seed / MODELS / "qwen2.py", "a", encoding="utf-8") as f:
+        f.write("def broken(:\n")
+    from test_formats import validate_sarif
+
+    r = run_cli("check", ".", "--no-cache", "--output-format", "sarif", cwd=seed)
+    validate_sarif(json.loads(r.stdout))
+    run = json.loads(r.stdout)["runs"][0]
+    notes = run["invocations"][0]["toolExecutionNotifications"]
+    assert len(notes) == 3 and {n["descriptor"]["id"] for n in notes} == {"not-judged/syntax-error"}
+    assert all(n["level"] == "note" and n["associatedRule"]["id"] == "PPA001" for n in notes)
+
+
+def test_github_output_adds_one_notice(seed):
+    with open(seed / MODELS / "qwen2.py", "a", encoding="utf-8") as f:
+        f.write("def broken(:\n")
+    r = run_cli("check", ".", "--no-cache", "--output-format", "github", cwd=seed)
+    notices = [ln for ln in r.stdout.splitlines() if ln.startswith("::notice")]
+    assert len(notices) == 1 and "3 reads not judged (3 syntax-error)" in notices[0]
+
+
+def test_bad_python_is_a_usage_error(seed):
+    r = run_cli("check", ".", "--no-cache", "--python", str(seed / "no-such-python"), cwd=seed)
+    assert r.rc == 2 and "no such interpreter" in r.stderr and r.stdout == ""
+
+
+def test_clean_seed_prints_no_not_judged_line(seed):
+    r = run_cli("check", ".", "--no-cache", cwd=seed)
+    assert "not judged" not in r.stdout and r.stdout.rstrip().endswith("1 fixable with the `--fix` option.")
+
+
+# -- 2: a lone copy of a module ----------------------------------------------------------------------
+
+def test_lone_module_names_as_module_in_the_hint(seed, tmp_path):
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(seed / MODELS / "qwen3_vl.py", lone / "qwen3_vl.py")
+    r = run_cli("check", "qwen3_vl.py", "--no-cache", "--python", "none", cwd=lone)
+    assert r.rc == 0
+    assert "3 reads not judged (3 relative-import)" in r.stdout and "`--as-module MODULE`" in r.stdout
+
+
+def test_lone_module_inferred_from_src(seed, tmp_path):
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(seed / MODELS / "qwen3_vl.py", lone / "qwen3_vl.py")
+    r = run_cli("check", "qwen3_vl.py", "--no-cache", "--src", seed, "--output-format", "concise", cwd=lone)
+    assert r.rc == 1, r.stdout + r.stderr
+    assert r.stdout.startswith("qwen3_vl.py:29:20: PPA001 [*]")
+    assert r.stderr.count("\n") == 1
+    assert "checking qwen3_vl.py as module `minivllm.model_executor.models.qwen3_vl`" in r.stderr
+
+
+def test_as_module_honours_every_src(seed, tmp_path):
+    # the package in one --src folder, the module copy elsewhere, a second --src folder first
+    other = tmp_path / "other"
+    other.mkdir()
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    shutil.copy(seed / MODELS / "qwen3_vl.py", lone / "copy.py")
+    r = run_cli("check", lone / "copy.py", "--no-cache", "--as-module", "minivllm.model_executor.models.qwen3_vl",
+                "--src", other, "--src", seed, "--output-format", "concise", cwd=tmp_path)
+    assert r.rc == 1 and "PPA001 [*]" in r.stdout, r.stdout + r.stderr
+
+
+# -- 3: a plugin of the vLLM installed in the environment ----------------------------------------------
+
+PLUGIN = '''\
+    """An out-of-tree model: subclasses the installed package's classes."""
+    from minivllm.model_executor.models.interfaces import HasInnerState, IsHybrid
+    from minivllm.model_executor.models.qwen3 import Qwen3ForCausalLM
+    from minivllm.model_executor.models.qwen3_vl import Qwen3LLMModel, Qwen3VLForConditionalGeneration, get_pp_group
+
+
+    class MyTextForCausalLM(Qwen3ForCausalLM):
+        def __init__(self, *, vllm_config, prefix=""):
+            super(Qwen3ForCausalLM, self).__init__()
+            self.model = Qwen3LLMModel(vllm_config=vllm_config, prefix=prefix)
+
+
+    class MyVL(Qwen3VLForConditionalGeneration, HasInnerState, IsHybrid):
+        def __init__(self, *, vllm_config, prefix=""):
+            super().__init__(vllm_config=vllm_config, prefix=prefix)
+            self.language_model = MyTextForCausalLM(vllm_config=vllm_config, prefix=prefix)
+            if not get_pp_group().is_first_rank:
+                assert self.language_model.start_layer >= 3
+'''
+
+
+def _installed_seed(tmp_path: Path, seed: Path) -> Path:
+    """A folder on the tool's import path holding the seed package, with vLLM's HasInnerState and
+    IsHybrid protocols added to its interfaces module (as an installed vLLM has them)."""
+    site = tmp_path / "site"
+    shutil.copytree(seed / "minivllm", site / "minivllm")
+    with open(site / MODELS / "interfaces.py", "a", encoding="utf-8") as f:
+        f.write("\n\nclass HasInnerState(Protocol):\n    has_inner_state: ClassVar[Literal[True]] = True\n"
+                "\n\nclass IsHybrid(Protocol):\n    is_hybrid: ClassVar[Literal[True]] = True\n")
+    return site
+
+
+def test_plugin_resolves_from_the_environment(seed, tmp_path, monkeypatch):
+    site = _installed_seed(tmp_path, seed)
+    plugin = write(tmp_path / "plugin", {"myplugin/__init__.py": "", "myplugin/model.py": PLUGIN})
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    r = run_cli("check", ".", "--no-cache", "--output-format", "concise", cwd=plugin)
+    assert r.rc == 1, r.stdout + r.stderr
+    assert r.stdout.startswith("myplugin/model.py:18:20: PPA001 [*] `self.language_model` is a `Qwen3LLMForCausalLM | MyTextForCausalLM`")
+    assert "not judged" not in r.stdout
+    # without the environment: not judged, and the summary says what would help
+    r = run_cli("check", ".", "--no-cache", "--python", "none", "--output-format", "concise", cwd=plugin)
+    assert r.rc == 0
+    assert "1 read not judged (1 module-not-found)" in r.stdout and "installing the package" in r.stdout
+
+
+# -- 4: namespace folders --------------------------------------------------------------------------
+
+def test_namespace_folders_resolve_from_their_imports(seed, tmp_path):
+    text = (seed / MODELS / "qwen3_vl.py").read_text()
+    text = text.replace("from .interfaces import", "from nspkg.runtime.models.interfaces import")
+    text = text.replace("from .qwen3 import", "from nspkg.runtime.models.qwen3 import")
+    files = {f"nspkg/runtime/models/{p.name}": p.read_text().replace("from .", "from nspkg.runtime.models.")
+             for p in (seed / MODELS).glob("*.py") if p.name not in ("qwen3_vl.py", "__init__.py")}
+    files["nspkg/runtime/models/qwen3_vl.py"] = text
+    proj = write(tmp_path / "proj", files)
+    r = run_cli("check", "nspkg", "--no-cache", "--output-format", "concise", cwd=proj)
+    assert r.rc == 1, r.stdout + r.stderr
+    assert r.stdout.splitlines()[0].startswith("nspkg/runtime/models/qwen3_vl.py:29:20: PPA001 [*]")
+    # and from a src folder that holds the namespace package
+    r = run_cli("check", "nspkg/runtime/models", "--src", ".", "--no-cache", "--output-format", "concise", cwd=proj)
+    assert r.rc == 1 and "PPA001 [*]" in r.stdout, r.stdout + r.stderr
+
+
+# -- 5: factory methods and functions ----------------------------------------------------------------
+
+FACTORY = '''\
+    from .qwen3_vl import Qwen3LLMForCausalLM, get_pp_group
+    from torch import nn
+
+
+    def build_text(config) -> Qwen3LLMForCausalLM:
+        return make(config)
+
+
+    def make(config):
+        return Qwen3LLMForCausalLM(vllm_config=config)
+
+
+    class ByMethod(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.language_model = self.build_language_model(config)
+            if not get_pp_group().is_first_rank:
+                # ruleid: PPA001
+                assert self.language_model.start_layer >= 3
+
+        def build_language_model(self, config):
+            return Qwen3LLMForCausalLM(vllm_config=config)
+
+
+    class ByAnnotation(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.language_model = self.build(config)
+            # ruleid: PPA001
+            print(self.language_model.end_layer)
+
+        def build(self, config) -> "Qwen3LLMForCausalLM":
+            raise NotImplementedError
+
+
+    class ByFunction(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            lm = build_text(config)
+            # ruleid: PPA001
+            print(lm.start_layer)
+
+
+    class ByLocalImport(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            from .qwen3_vl import Qwen3LLMForCausalLM as LM
+            self.language_model = LM(vllm_config=config)
+            # ruleid: PPA001
+            print(self.language_model.start_layer)
+
+
+    class ByClassVariable(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            lm_cls = Qwen3LLMForCausalLM
+            self.language_model = lm_cls(vllm_config=config)
+            # ruleid: PPA001
+            print(self.language_model.start_layer)
+
+
+    class Builder:
+        def build(self, config):
+            return Qwen3LLMForCausalLM(vllm_config=config)
+
+
+    class ByBuilderObject(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.builder = Builder()
+            self.language_model = self.builder.build(config)
+            # ruleid: PPA001
+            print(self.language_model.start_layer)
+'''
+
+
+def test_factory_methods_and_functions_are_followed(seed):
+    write(seed, {str(MODELS / "factory.py"): FACTORY})
+    r = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
+    rows = sorted(d["location"]["row"] for d in r.json() if d["filename"].endswith("factory.py"))
+    assert rows == [19, 30, 41, 50, 59, 73], r.stdout
+    assert all(d["fix"]["applicability"] == "safe" for d in r.json())
+
+
+# -- values that may be None ----------------------------------------------------------------------
+
+OPTIONAL = '''\
+    from torch import nn
+
+    from .qwen3_vl import Qwen3LLMModel, get_pp_group
+
+
+    class Wrapper(nn.Module):
+        def __init__(self, config, decoder_override: Qwen3LLMModel | None = None):
+            super().__init__()
+            self.model = config.build_decoder()
+            self._decoder_override = decoder_override
+
+
+    class Outer(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.language_model = Wrapper(config)
+            if not get_pp_group().is_first_rank:
+                assert self.language_model.start_layer >= 3
+'''
+
+
+@pytest.mark.parametrize("annotation", ["Qwen3LLMModel | None = None", "Optional[Qwen3LLMModel] = None",
+                                        "Qwen3LLMModel = None"])
+def test_never_a_fix_through_a_value_that_may_be_none(seed, annotation):
+    text = OPTIONAL.replace("Qwen3LLMModel | None = None", annotation)
+    if "Optional" in annotation:
+        text = "from typing import Optional\n" + textwrap.dedent(text)
+    write(seed, {str(MODELS / "optional.py"): text})
+    r = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
+    mine = [d for d in r.json() if d["filename"].endswith("optional.py")]
+    assert all(d["fix"] is None for d in mine), mine
+    assert all(any("may be None" in e for e in d["explanation"]) for d in mine)
+    before = (seed / MODELS / "optional.py").read_text()
+    run_cli("check", ".", "--no-cache", "--fix", "--unsafe-fixes", cwd=seed)
+    assert (seed / MODELS / "optional.py").read_text() == before
+    assert "_decoder_override.start_layer" not in before
+
+
+def test_or_expression_may_be_none(seed):
+    text = OPTIONAL.replace("self._decoder_override = decoder_override",
+                            "self._decoder_override = decoder_override or Qwen3LLMModel(vllm_config=config)")
+    text = text.replace("decoder_override: Qwen3LLMModel | None = None", "decoder_override=None")
+    write(seed, {str(MODELS / "optional.py"): text})
+    r = run_cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
+    assert all(d["fix"] is None for d in r.json() if d["filename"].endswith("optional.py"))
+
+
+def test_environment_paths_leave_out_the_standard_library():
+    import sysconfig
+
+    from pp_attr_lint.project import environment_paths
+
+    paths = environment_paths()
+    assert os.path.abspath(sysconfig.get_paths()["stdlib"]) not in paths
+    assert os.getcwd() not in paths
