@@ -69,8 +69,11 @@ def _children_cpu() -> float:
 def time_cli(tree: Path, cache_dir: Path, cwd: Path, *extra: str) -> tuple[float, float, int]:
     """(wall, CPU, findings) of one ``pp-attr-lint check`` process."""
     cmd = [sys.executable, "-m", "pp_attr_lint", "check", str(tree.name), "--cache-dir", str(cache_dir), *extra]
+    # as installed: bytecode written and reused (pip compiles on install; a PYTHONDONTWRITEBYTECODE
+    # set in a CI or sandbox shell would make every run compile pp-attr-lint from source)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     t, c = time.perf_counter(), _children_cpu()
-    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p = subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     dt, dc = time.perf_counter() - t, _children_cpu() - c
     if p.returncode not in (0, 1):
         sys.exit(f"pp-attr-lint failed ({p.returncode}):\n{p.stderr.decode()}")
