@@ -1,8 +1,8 @@
 """Check: run the rules over the checked files, apply noqa and per-file ignores, collect findings.
 
-:func:`check` is the one entry point: files in, findings out.  A finding is made only when the
-receiver's candidate classes are all resolved, none of them can have the attribute, and all of them
-reach a class that sets it in its executed ``__init__`` through the same submodule path.
+:func:`check` is the one entry point: files in, findings out.  Every enabled rule (see
+:mod:`pp_attr_lint.plugin`) runs on every checked file with one shared resolver per project group;
+what a rule could not judge comes back as :class:`~pp_attr_lint.model.NotJudged` records.
 """
 
 from __future__ import annotations
