@@ -7,8 +7,9 @@ never imported by pp-attr-lint itself. ``SPEC.json`` holds ``arch``, ``pp``,
 plugin appends to). The directory holding the ``pp_attr_lint_validate_hook`` plugin
 and its dist-info must be on ``PYTHONPATH`` so that every process vLLM starts finds it.
 
-Exit status: 0 engine up and both requests served, 1 failure, 2 the environment
-cannot run the check (the result JSON has ``env_error``).
+Exit status: 0 engine up and the requests served, 1 failure, 2 the environment
+cannot run the check (the result JSON has ``env_error``), 3 the arch is UNSUPPORTED here
+(``unsupported_reason``: not PP-capable, module does not import, no toy config offline).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import traceback
 T0 = time.time()
 _USER_INDUCTOR_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 ENV_ERROR = 2
+UNSUPPORTED = 3
 
 
 class EnvError(Exception):
@@ -125,6 +127,19 @@ def choose_device(requested: str, pp: int) -> str:
     return requested
 
 
+def _exc_where(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in tb if "importlib" not in f.filename] or list(tb)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+
+
+def _unsupported(result: dict, spec: dict, reason: str) -> int:
+    """Record an UNSUPPORTED outcome (exit status 3) with its reason."""
+    result.update(status="unsupported", unsupported_reason=reason)
+    _write(result, spec["result"])
+    return UNSUPPORTED
+
+
 def main(spec_path: str) -> int:
     """Run one validation described by ``spec_path`` (see the module docstring).
 
@@ -148,15 +163,19 @@ def main(spec_path: str) -> int:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import toy_checkpoint
 
-        if arch not in toy_checkpoint.ARCHS:
-            raise EnvError(f"unknown arch {arch}; supported: {', '.join(toy_checkpoint.ARCHS)}")
-        watch = {toy_checkpoint.ARCHS[arch]["module"]: [arch]}
+        module, cls_name = spec.get("module"), spec.get("class")
+        if not module or not cls_name:
+            if arch not in toy_checkpoint.ARCHS:
+                raise EnvError(f"unknown arch {arch}: no registry module/class given")
+            module, cls_name = toy_checkpoint.ARCHS[arch]["module"], arch
+        watch = {module: [cls_name]}
         hook_cfg = os.path.join(spec["workdir"], "hook.json")
         with open(hook_cfg, "w") as fh:
             json.dump({"overrides": overrides, "watch": watch, "events": spec["events"]}, fh)
         os.environ["PP_ATTR_LINT_VALIDATE_HOOK"] = hook_cfg
         result["overrides"] = overrides
         result["vllm_dir"] = vllm_dir
+        result["model_class"] = f"{module}.{cls_name}"
         cache_base = spec.get("cache_root") or spec["workdir"]
         os.environ.setdefault("VLLM_CACHE_ROOT", os.path.join(cache_base, "vllm"))
         # inductor's own cache (compiled C++ kernels, FX graphs) defaults to
@@ -166,13 +185,6 @@ def main(spec_path: str) -> int:
         device = choose_device(spec.get("device", "auto"), pp)
         result["device"] = device
         mark("device_checked")
-        # A stable checkpoint path under the cache root keeps vLLM's compile-cache
-        # key (it hashes the model path with the config) equal across runs.
-        cache_root = spec.get("cache_root")
-        ckpt_dir = (os.path.join(cache_root, "checkpoints", arch) if cache_root
-                    else os.path.join(spec["workdir"], "ckpt"))
-        ckpt = toy_checkpoint.write_checkpoint(arch, ckpt_dir)
-        mark("checkpoint_written")
     except EnvError as exc:
         result.update(status="env_error", env_error=str(exc))
         _write(result, spec["result"])
@@ -181,6 +193,47 @@ def main(spec_path: str) -> int:
         result.update(status="env_error", env_error=f"{type(exc).__name__}: {exc} (python: {sys.executable})")
         _write(result, spec["result"])
         return ENV_ERROR
+
+    import pp_attr_lint_validate_hook as hook  # installs the finder in this process
+
+    # The arch's class, imported through the plugin's finder (so a --source file is the one
+    # imported): a --source that does not import is bad input (exit 2); an installed module
+    # that does not import, or a class without SupportsPP, is UNSUPPORTED.
+    try:
+        mod = importlib.import_module(module)
+        cls = getattr(mod, cls_name)
+    except BaseException as exc:  # noqa: BLE001 - any import-time error of model code
+        where = _exc_where(exc)
+        bad = [p for m, p in overrides.items() if m == module or p in traceback.format_exc()]
+        if bad:
+            result.update(status="env_error", env_error=f"--source {bad[0]} does not import: "
+                          f"{type(exc).__name__}: {exc}{' at ' + where if where else ''}")
+            _write(result, spec["result"])
+            return ENV_ERROR
+        return _unsupported(result, spec, f"{module} does not import here: {type(exc).__name__}: "
+                                          f"{str(exc).splitlines()[0] if str(exc) else ''}")
+    from vllm.model_executor.models.interfaces import supports_multimodal, supports_pp
+
+    if not supports_pp(cls):
+        return _unsupported(result, spec, f"not PP-capable: {cls_name} does not implement SupportsPP "
+                                          "(vllm/model_executor/models/interfaces.py)")
+    multimodal = bool(supports_multimodal(cls))
+    result["multimodal"] = multimodal
+    mark("model_class_imported")
+    # A stable checkpoint path under the cache root keeps vLLM's compile-cache
+    # key (it hashes the model path with the config) equal across runs.
+    cache_root = spec.get("cache_root")
+    ckpt_dir = (os.path.join(cache_root, "checkpoints", f"{arch}-pp{pp}") if cache_root
+                else os.path.join(spec["workdir"], "ckpt"))
+    try:
+        ckpt, cfg_info = toy_checkpoint.write_checkpoint(arch, ckpt_dir, pp, spec.get("siblings") or [])
+    except toy_checkpoint.ToyConfigError as exc:
+        return _unsupported(result, spec, str(exc))
+    except Exception as exc:
+        return _unsupported(result, spec, f"toy checkpoint: {type(exc).__name__}: {exc}")
+    result["toy_config"] = cfg_info
+    mark("checkpoint_written")
+    image_request = arch in toy_checkpoint.ARCHS
 
     if device == "cpu":
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", _cpu_bind(pp))
@@ -198,8 +251,6 @@ def main(spec_path: str) -> int:
     # 6 s instead of 14 s here (docs/validate.md).
     os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
     result["env"] = {k: v for k, v in os.environ.items() if k.startswith("VLLM_")}
-
-    import pp_attr_lint_validate_hook as hook  # installs the finder in this process
 
     compile_backend = spec.get("compile") or "auto"
     if compile_backend == "auto":
@@ -221,9 +272,13 @@ def main(spec_path: str) -> int:
             max_model_len=256,
             max_num_seqs=2,
             max_num_batched_tokens=256,
-            limit_mm_per_prompt={"image": 1, "video": 0},
             seed=0,
         )
+        if image_request:
+            kwargs["limit_mm_per_prompt"] = {"image": 1, "video": 0}
+        elif multimodal:
+            # other multimodal archs: text only (no processor files are written for them)
+            kwargs["limit_mm_per_prompt"] = {"image": 0, "video": 0, "audio": 0}
         if compile_backend == "eager":
             # Dynamo traces the model once (mode 2, DYNAMO_TRACE_ONCE: what
             # vllm/platforms/cpu.py selects on CPU anyway), without Inductor code
@@ -268,7 +323,7 @@ def main(spec_path: str) -> int:
         result["requests"]["text"] = {"ok": False, "type": type(exc).__name__, "message": str(exc)[:2000],
                                       "traceback": traceback.format_exc()[-6000:]}
     _write(result, spec["result"])
-    if ok:
+    if ok and image_request:
         try:
             from PIL import Image
 
