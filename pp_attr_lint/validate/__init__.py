@@ -210,11 +210,14 @@ def run(args: argparse.Namespace) -> int:
     if not modes:
         return _env_error("say what to run: --arch ARCH, --all, --changed BASE_REF, --files F..., "
                           "or --findings PATHS", args)
+    if "findings" in modes and "arch" in modes:
+        modes.remove("arch")  # with --findings, --arch names the preferred architectures
     if len(modes) > 1:
         return _env_error(f"choose one of --arch, --all, --changed, --files, --findings (got {', '.join(modes)})", args)
     if args.pp < 1:
         return _env_error(f"--pp must be >= 1, got {args.pp}", args)
-    jobs = getattr(args, "jobs", 1) or 1
+    jobs = getattr(args, "jobs", 1)
+    jobs = 1 if jobs is None else jobs
     if jobs < 1:
         return _env_error(f"--jobs must be >= 1, got {jobs}", args)
     sources = _parse_sources(args.source or [])
@@ -702,7 +705,8 @@ def _failure(rep: dict, result: dict, timed_out: bool, timeout: float) -> dict:
 def _failure_text(f: dict) -> str:
     rank = f"PP rank {f['rank']}: " if f.get("rank") is not None else ""
     where = f" at {f['where']}" if f.get("where") else ""
-    return f"{rank}{f.get('type')}: {f.get('message')}{where}"
+    msg = " ".join(str(f.get("message") or "").split())
+    return f"{rank}{f.get('type')}: {msg}{where}"
 
 
 def _known_limit(failure: dict) -> str | None:
