@@ -356,11 +356,20 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
             out[arch] = hit
         else:
             todo.append(arch)
+    if len(todo) > 1 and not ctx.sources:
+        for arch, reason in preflight(todo, args, ctx).items():
+            rep = {"arch": arch, "pp": args.pp, "outcome": "UNSUPPORTED", "exit_code": EXIT_UNSUPPORTED,
+                   "reason": reason, "ranks": [], "requests": {}, "wall_seconds": 0.0, "timings": {},
+                   "preflight": True, "source_hash": shash, "vllm": ctx.vllm_version}
+            out[arch] = rep
+            if cache is not None:
+                cache.put(arch, ctx.vllm_version, shash, rep)
+        todo = [a for a in todo if a not in out]
     progress = _Progress(len(archs), len(archs) - len(todo), quiet=len(archs) == 1)
 
     def one(arch: str) -> dict:
         progress.start(arch)
-        rep = _run_one(arch, ctx.sources, args, ctx.python, ctx=ctx, quiet=len(archs) > 1)
+        rep = run_arch(arch, ctx.sources, args, ctx, quiet=len(archs) > 1)
         rep["source_hash"] = shash
         rep["vllm"] = ctx.vllm_version
         if cache is not None and rep["outcome"] in ("PASS", "FAIL", "UNSUPPORTED"):
@@ -379,6 +388,46 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
     finally:
         progress.stop()
     return [out[a] for a in archs if a in out]
+
+
+def preflight(archs: list[str], args: argparse.Namespace, ctx: "RunContext", timeout: float = 900) -> dict[str, str]:
+    """Archs of ``archs`` that are UNSUPPORTED here, decided in one child process without an
+    engine (``_driver.py --preflight``): arch -> reason. Archs the child did not reach (it
+    crashed or ran out of time) are left out, so they get a full run."""
+    work = tempfile.mkdtemp(prefix="pp-attr-lint-preflight-")
+    spec_path, out_path = os.path.join(work, "spec.json"), os.path.join(work, "out.json")
+    items = []
+    for arch in archs:
+        e = ctx.registry.get(arch)
+        if e is None or not e.generative:
+            continue
+        sib = [a for a, x in ctx.registry.items() if x.module == e.module and x.cls == e.cls and a != arch]
+        items.append({"arch": arch, "module": e.module, "class": e.cls, "siblings": sib})
+    with open(spec_path, "w") as fh:
+        json.dump({"pp": args.pp, "archs": items}, fh)
+    print(f"pp-attr-lint validate: preflight of {len(items)} architectures (imports, SupportsPP, toy config)",
+          file=sys.stderr, flush=True)
+    proc = subprocess.Popen([ctx.python, os.path.join(_HERE, "_driver.py"), "--preflight", spec_path, out_path],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        pass
+    finally:
+        _kill_tree(proc)
+    try:
+        with open(out_path) as fh:
+            got = json.load(fh)
+    except (OSError, ValueError):
+        got = {}
+    shutil.rmtree(work, ignore_errors=True)
+    return {a: r["reason"] for a, r in got.items() if not r.get("ok")}
+
+
+def run_arch(arch: str, sources: list, args: argparse.Namespace, ctx: "RunContext", quiet: bool = False) -> dict:
+    """Run one arch (:func:`_run_one`) and return its report dict (``outcome`` PASS / FAIL /
+    UNSUPPORTED / ERROR, ``reason``, ``failure``, per-rank details, timings)."""
+    return _run_one(arch, sources, args, ctx.python, ctx=ctx, quiet=quiet)
 
 
 class _Progress:

@@ -359,5 +359,51 @@ def main(spec_path: str) -> int:
     sys.stderr.flush()
     os._exit(0 if ok else 1)
 
+def preflight(spec_path: str, out_path: str) -> int:
+    """``_driver.py --preflight SPEC OUT``: for many archs at once, without starting an engine,
+    decide which are UNSUPPORTED here (module does not import, no SupportsPP, no toy config
+    offline), the same checks :func:`main` makes before it starts vLLM. ``SPEC`` holds
+    ``{"pp", "archs": [{"arch", "module", "class", "siblings"}]}``; ``OUT`` gets
+    ``{arch: {"ok": bool, "reason": str}}``, rewritten after every arch (a crash keeps what
+    was decided). Returns 0."""
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    import toy_checkpoint
+    from vllm.model_executor.models.interfaces import supports_pp
+
+    out: dict = {}
+    for item in spec["archs"]:
+        arch = item["arch"]
+        try:
+            cls = getattr(importlib.import_module(item["module"]), item["class"])
+        except BaseException as exc:  # noqa: BLE001
+            out[arch] = {"ok": False, "reason": f"{item['module']} does not import here: {type(exc).__name__}: "
+                                                f"{str(exc).splitlines()[0] if str(exc) else ''}"}
+        else:
+            if not supports_pp(cls):
+                out[arch] = {"ok": False, "reason": f"not PP-capable: {item['class']} does not implement SupportsPP "
+                                                    "(vllm/model_executor/models/interfaces.py)"}
+            elif arch in toy_checkpoint.ARCHS:
+                out[arch] = {"ok": True, "reason": ""}
+            else:
+                try:
+                    toy_checkpoint.build_generic_config(arch, int(spec["pp"]), item.get("siblings") or [])
+                    out[arch] = {"ok": True, "reason": ""}
+                except toy_checkpoint.ToyConfigError as exc:
+                    out[arch] = {"ok": False, "reason": str(exc)}
+                except Exception as exc:
+                    out[arch] = {"ok": False, "reason": f"toy checkpoint: {type(exc).__name__}: {exc}"}
+        _write(out, out_path)
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--preflight":
+        sys.exit(preflight(sys.argv[2], sys.argv[3]))
     sys.exit(main(sys.argv[1]))

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import EXIT_ENV, EXIT_FAIL, EXIT_OK, RunContext, _env_error, _run_one
+from . import EXIT_ENV, EXIT_FAIL, EXIT_OK, RunContext, _env_error, run_arch
 from . import archmap
 
 _IDENT_TAIL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
@@ -150,7 +150,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         arch = None
         for cand in candidates[:3]:  # the first arch that is not UNSUPPORTED here
             print(f"[findings] {os.path.basename(path)}: red run of {cand} with the file as it is", file=sys.stderr)
-            rep = _run_one(cand, [[module, os.path.abspath(path)]], args, ctx.python, ctx=ctx, quiet=True)
+            rep = run_arch(cand, [[module, os.path.abspath(path)]], args, ctx, quiet=True)
             if rep.get("outcome") == "UNSUPPORTED":
                 for e, _f in items:
                     e.setdefault("skipped", []).append(f"{cand}: {rep.get('reason')}")
@@ -170,7 +170,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         green = None
         if changed:
             print(f"[findings] {os.path.basename(path)}: green run of {arch} with the fixed copy", file=sys.stderr)
-            green = _run_one(arch, [[module, copy]], args, ctx.python, ctx=ctx, quiet=True)
+            green = run_arch(arch, [[module, copy]], args, ctx, quiet=True)
         for e, f in items:
             ok_red, why = red_agrees(f, e["attribute"], red)
             e.update(arch=arch, red={"outcome": red.get("outcome"), "failure": red.get("failure"),
