@@ -346,34 +346,34 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
     from .results import ResultCache, source_hash
 
     cache = ResultCache(default_cache_dir()) if use_cache else None
-    shash = source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), args.device)
+    hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), args.device, a) for a in archs}
     out: dict[str, dict] = {}
     todo = []
     for arch in archs:
-        hit = cache.get(arch, ctx.vllm_version, shash) if cache else None
+        hit = cache.get(arch, ctx.vllm_version, hashes[arch]) if cache else None
         if hit is not None:
             hit["cached"] = True
-            out[arch] = hit
+            out[arch] = reclassify(hit)
         else:
             todo.append(arch)
     if len(todo) > 1 and not ctx.sources:
         for arch, reason in preflight(todo, args, ctx).items():
             rep = {"arch": arch, "pp": args.pp, "outcome": "UNSUPPORTED", "exit_code": EXIT_UNSUPPORTED,
                    "reason": reason, "ranks": [], "requests": {}, "wall_seconds": 0.0, "timings": {},
-                   "preflight": True, "source_hash": shash, "vllm": ctx.vllm_version}
+                   "preflight": True, "source_hash": hashes[arch], "vllm": ctx.vllm_version}
             out[arch] = rep
             if cache is not None:
-                cache.put(arch, ctx.vllm_version, shash, rep)
+                cache.put(arch, ctx.vllm_version, hashes[arch], rep)
         todo = [a for a in todo if a not in out]
     progress = _Progress(len(archs), len(archs) - len(todo), quiet=len(archs) == 1)
 
     def one(arch: str) -> dict:
         progress.start(arch)
         rep = run_arch(arch, ctx.sources, args, ctx, quiet=len(archs) > 1)
-        rep["source_hash"] = shash
+        rep["source_hash"] = hashes[arch]
         rep["vllm"] = ctx.vllm_version
         if cache is not None and rep["outcome"] in ("PASS", "FAIL", "UNSUPPORTED"):
-            cache.put(arch, ctx.vllm_version, shash, rep)
+            cache.put(arch, ctx.vllm_version, hashes[arch], rep)
         progress.done(arch, rep)
         return rep
 
@@ -756,6 +756,15 @@ def _failure_text(f: dict) -> str:
     where = f" at {f['where']}" if f.get("where") else ""
     msg = " ".join(str(f.get("message") or "").split())
     return f"{rank}{f.get('type')}: {msg}{where}"
+
+
+def reclassify(rep: dict) -> dict:
+    """A cached FAIL that now matches ``known_limits`` becomes UNSUPPORTED (in place; returned)."""
+    if rep.get("outcome") == "FAIL" and rep.get("failure"):
+        known = _known_limit(rep["failure"])
+        if known:
+            rep.update(exit_code=EXIT_UNSUPPORTED, outcome="UNSUPPORTED", reason=f"{known}: {rep.get('reason')}")
+    return rep
 
 
 def _known_limit(failure: dict) -> str | None:

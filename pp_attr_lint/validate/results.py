@@ -10,19 +10,30 @@ import statistics
 import time
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# files whose content decides a run's outcome besides vLLM itself and --source files
-_HARNESS_FILES = ("_driver.py", "_hook.py", "toy_checkpoint.py", "toy_config.py", "toy_sizes.yaml")
+# files whose content decides a run's outcome besides vLLM itself, --source files and the data
+# of toy_sizes.yaml (hashed per arch, see source_hash)
+_HARNESS_FILES = ("_driver.py", "_hook.py", "toy_checkpoint.py", "toy_config.py")
 
 
-def source_hash(sources: list, pp: int, compile_mode: str, device: str) -> str:
-    """Hash of what a run depends on besides the arch and the vLLM version: the content of every
-    ``--source`` file (with the module it replaces), the harness files of this package
-    (driver, plugin, toy config code and data), pp, compile mode and device. 16 hex digits."""
+def source_hash(sources: list, pp: int, compile_mode: str, device: str, arch: str | None = None) -> str:
+    """Hash of what a run of ``arch`` depends on besides the arch name and the vLLM version: the
+    content of every ``--source`` file (with the module it replaces), the harness files of this
+    package (driver, plugin, toy config code), the generic size rules of toy_sizes.yaml and
+    ``arch``'s own family override (so that editing one family reruns that arch only), pp,
+    compile mode and device. 16 hex digits. ``known_limits`` are not part of it: they are
+    applied to cached results when they are read (:func:`reclassify`)."""
+    from .toy_config import load_rules
+
     h = hashlib.sha256()
     h.update(json.dumps([pp, compile_mode, device]).encode())
     for name in _HARNESS_FILES:
         with open(os.path.join(_HERE, name), "rb") as fh:
             h.update(name.encode() + b"\0" + fh.read())
+    rules = load_rules()
+    generic = {k: v for k, v in rules.items() if k not in ("families", "known_limits")}
+    h.update(json.dumps(generic, sort_keys=True, default=str).encode())
+    if arch is not None:
+        h.update(json.dumps(rules["families"].get(arch), sort_keys=True, default=str).encode())
     for module, path in sorted((m or "", p) for m, p in sources):
         with open(path, "rb") as fh:
             h.update(module.encode() + b"\0" + os.path.basename(path).encode() + b"\0" + fh.read())

@@ -231,3 +231,22 @@ def test_findings_attribute_and_agreement(tmp_path):
     other = dict(red, failure={"rank": 1, "type": "KeyError", "message": "k", "where": "/y/other.py:9"})
     ok, why = findings.red_agrees(finding, "start_layer", other)
     assert not ok and why.startswith("FAIL elsewhere")
+
+
+def test_source_hash_per_arch_family(monkeypatch, rules):
+    base = results.source_hash([], 2, "auto", "cpu", "A")
+    assert base == results.source_hash([], 2, "auto", "cpu", "A")
+    edited = dict(rules, families={**rules["families"], "B": {"reason": "r", "config": {"x": 1}}})
+    monkeypatch.setattr(toy_config, "load_rules", lambda path=None: edited)
+    assert results.source_hash([], 2, "auto", "cpu", "A") == base  # another arch's family: A unchanged
+    assert results.source_hash([], 2, "auto", "cpu", "B") != base
+
+
+def test_cached_fail_matching_a_known_limit_is_reclassified(monkeypatch, rules):
+    from pp_attr_lint import validate
+
+    monkeypatch.setattr(toy_config, "load_rules", lambda path=None: dict(
+        rules, known_limits=[{"match": "^ValueError: Head dimension", "reason": "CPU MLA head sizes"}]))
+    rep = _rep("A", "FAIL", failure={"type": "ValueError", "message": "Head dimension 64 is not supported"},
+               reason="PP rank 0: ValueError: Head dimension 64")
+    assert validate.reclassify(rep)["outcome"] == "UNSUPPORTED" and rep["reason"].startswith("CPU MLA head sizes")
