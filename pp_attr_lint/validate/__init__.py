@@ -280,7 +280,15 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeError as exc:
             return _env_error(str(exc), args)
         graph = archmap.cached_import_graph(vllm_dir, version, default_cache_dir())
-        modules = [m for m in (archmap.file_to_module(f, vllm_dir) for f in files) if m]
+        pairs = [(f, archmap.file_to_module(f, vllm_dir)) for f in files]
+        modules = [m for _f, m in pairs if m]
+        # a changed file of a checkout (not the installed vLLM's own file) runs in place of the
+        # installed module: the pull request's code is what gets validated
+        installed = os.path.realpath(vllm_dir) + os.sep
+        for f, m in pairs:
+            if m and os.path.isfile(f) and not os.path.realpath(f).startswith(installed) and \
+                    m not in {mm for mm, _p in ctx.sources}:
+                ctx.sources.append([m, os.path.abspath(f)])
         mapping = archmap.archs_for_modules(modules, registry, graph)
         archs = sorted({a for lst in mapping.values() for a in lst})
         use_cache = True
