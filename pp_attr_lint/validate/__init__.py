@@ -302,7 +302,8 @@ def run(args: argparse.Namespace) -> int:
             else:
                 print("no architecture to validate")
             return EXIT_OK
-    reports = run_many(archs, args, ctx, use_cache=use_cache and not getattr(args, "rerun", False), jobs=jobs)
+    reports = run_many(archs, args, ctx, use_cache=use_cache and not getattr(args, "rerun", False), jobs=jobs,
+                       store=not args.no_cache)
     code = exit_code(reports, explicit=bool(args.arch))
     if args.output_format == "json":
         print(json.dumps({"ok": code == EXIT_OK, "exit_code": code, "vllm": version, "runs": reports},
@@ -349,19 +350,22 @@ def exit_code(reports: list[dict], explicit: bool) -> int:
     return EXIT_OK
 
 
-def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_cache: bool, jobs: int) -> list[dict]:
+def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_cache: bool, jobs: int,
+             store: bool = True) -> list[dict]:
     """Run every arch (``jobs`` at a time), with a progress display on stderr; cached results
-    (:mod:`.results`) are reused when ``use_cache``. Returns the reports in ``archs`` order."""
+    (:mod:`.results`) are reused when ``use_cache``, and new final results stored when ``store``
+    (an explicit ``--arch`` run refreshes the cache that a later ``--all`` reads). Returns the
+    reports in ``archs`` order."""
     from concurrent.futures import ThreadPoolExecutor
 
     from .results import ResultCache, source_hash
 
-    cache = ResultCache(default_cache_dir()) if use_cache else None
+    cache = ResultCache(default_cache_dir()) if (use_cache or store) else None
     hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), args.device, a) for a in archs}
     out: dict[str, dict] = {}
     todo = []
     for arch in archs:
-        hit = cache.get(arch, ctx.vllm_version, hashes[arch]) if cache else None
+        hit = cache.get(arch, ctx.vllm_version, hashes[arch]) if (cache and use_cache) else None
         if hit is not None:
             hit["cached"] = True
             out[arch] = reclassify(hit)
