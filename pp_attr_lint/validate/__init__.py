@@ -746,15 +746,29 @@ def where_from_traceback(tb: str | None) -> str | None:
     return f"{f}:{line} in {fn}"
 
 
+def user_code_frame(tb: str | None) -> str | None:
+    """torch.compile errors end with ``from user code:`` and the model frames Dynamo was tracing;
+    return the innermost ``file:line in func`` of those under ``/models/`` (else the first)."""
+    if not tb or "from user code:" not in tb:
+        return None
+    frames = _TB_FRAME.findall(tb.split("from user code:", 1)[1])
+    if not frames:
+        return None
+    model = [f for f in frames if "/models/" in f[0]]
+    f, line, fn = (model or frames)[-1]
+    return f"{f}:{line} in {fn}"
+
+
 def _failure(rep: dict, result: dict, timed_out: bool, timeout: float) -> dict:
-    """The first failure of a run: which rank, the exception, file:line, and the root cause."""
+    """The first failure of a run: which rank, the exception, file:line, and the root cause
+    (``user_code``: the model frame torch.compile was tracing, for compile errors)."""
     root = rep.get("root_cause") or {}
     for r in rep["ranks"]:
         if r.get("error") and (root.get("pp_rank") in (None, r["rank"])):
             e = r["error"]
             return {"rank": r["rank"], "type": e.get("type"), "message": e.get("message"),
                     "where": e.get("where") or where_from_traceback(e.get("traceback")), "phase": e.get("phase"),
-                    "root_cause": root.get("message")}
+                    "user_code": user_code_frame(e.get("traceback")), "root_cause": root.get("message")}
     if result.get("error"):
         e = result["error"]
         msg = e.get("message") or ""
@@ -776,7 +790,8 @@ def _failure_text(f: dict) -> str:
     rank = f"PP rank {f['rank']}: " if f.get("rank") is not None else ""
     where = f" at {f['where']}" if f.get("where") else ""
     msg = " ".join(str(f.get("message") or "").split())
-    return f"{rank}{f.get('type')}: {msg}{where}"
+    user = f" (model code: {f['user_code']})" if f.get("user_code") else ""
+    return f"{rank}{f.get('type')}: {msg}{where}{user}"
 
 
 def reclassify(rep: dict) -> dict:

@@ -250,3 +250,14 @@ def test_cached_fail_matching_a_known_limit_is_reclassified(monkeypatch, rules):
     rep = _rep("A", "FAIL", failure={"type": "ValueError", "message": "Head dimension 64 is not supported"},
                reason="PP rank 0: ValueError: Head dimension 64")
     assert validate.reclassify(rep)["outcome"] == "UNSUPPORTED" and rep["reason"].startswith("CPU MLA head sizes")
+
+
+def test_user_code_frame_of_a_compile_error():
+    from pp_attr_lint.validate import user_code_frame
+
+    tb = ('torch._dynamo.exc.Unsupported: Data-dependent assertion failed\n\nfrom user code:\n'
+          '   File "/x/vllm/model_executor/models/deepseek_v2.py", line 1569, in forward\n    layer(\n'
+          '  File "/x/vllm/model_executor/models/deepseek_v2.py", line 424, in forward\n    self.experts(\n'
+          '  File "/x/vllm/model_executor/layers/fused_moe/runner.py", line 737, in forward\n')
+    assert user_code_frame(tb) == "/x/vllm/model_executor/models/deepseek_v2.py:424 in forward"
+    assert user_code_frame("Traceback: no compile error") is None
