@@ -795,7 +795,15 @@ def _failure_text(f: dict) -> str:
 
 
 def reclassify(rep: dict) -> dict:
-    """A cached FAIL that now matches ``known_limits`` becomes UNSUPPORTED (in place; returned)."""
+    """A cached FAIL that now matches ``known_limits`` becomes UNSUPPORTED (in place; returned);
+    a cached failure without ``user_code`` gets it from the failed rank's traceback."""
+    f = rep.get("failure")
+    if f and "user_code" not in f:
+        for r in rep.get("ranks") or []:
+            if r.get("rank") == f.get("rank") and r.get("error"):
+                f["user_code"] = user_code_frame(r["error"].get("traceback"))
+                if f["user_code"]:
+                    rep["reason"] = _failure_text(f)
     if rep.get("outcome") == "FAIL" and rep.get("failure"):
         known = _known_limit(rep["failure"])
         if known:
