@@ -147,6 +147,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="--findings with one file outside its package: the module it is a copy of")
     parser.add_argument("--src", action="append", default=[], metavar="DIR",
                         help="--findings: folder to resolve imports from (passed to `pp-attr-lint check`)")
+    parser.add_argument("--linter", metavar="EXE",
+                        help="--findings: the pp-attr-lint executable to run `check` with (default: this one)")
 
 
 @dataclass

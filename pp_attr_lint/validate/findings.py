@@ -31,11 +31,18 @@ from . import archmap
 _IDENT_TAIL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
 
 
-def lint_json(paths: list[str], as_module: str | None, src: list[str], extra: list[str] | None = None) -> list[dict]:
-    """Run ``pp-attr-lint check --output-format json --exit-zero`` in a child process (this
-    Python) and return its findings. Raises RuntimeError with the linter's message when it
-    exits with 2 (bad path, bad config, internal error)."""
-    argv = [sys.executable, "-m", "pp_attr_lint", "check", "--output-format", "json", "--exit-zero", "--no-cache"]
+def linter_argv(linter: str | None) -> list[str]:
+    """The command that runs pp-attr-lint: ``linter`` (an executable, e.g. another checkout's
+    ``.venv/bin/pp-attr-lint``) or this package with this Python."""
+    return [linter] if linter else [sys.executable, "-m", "pp_attr_lint"]
+
+
+def lint_json(paths: list[str], as_module: str | None, src: list[str], extra: list[str] | None = None,
+              linter: str | None = None) -> list[dict]:
+    """Run ``pp-attr-lint check --output-format json --exit-zero`` in a child process and return
+    its findings. Raises RuntimeError with the linter's message when it exits with 2 (bad path,
+    bad config, internal error) or prints no JSON."""
+    argv = linter_argv(linter) + ["check", "--output-format", "json", "--exit-zero", "--no-cache"]
     if as_module:
         argv += ["--as-module", as_module]
     for d in src:
@@ -70,7 +77,7 @@ def attribute_of(finding: dict) -> str | None:
     return m.group(1) if m else None
 
 
-def fixed_copy(path: str, module: str, src: list[str], workdir: str) -> tuple[str, bool, str]:
+def fixed_copy(path: str, module: str, src: list[str], workdir: str, linter: str | None = None) -> tuple[str, bool, str]:
     """Copy ``path`` into ``workdir`` (same file name) and apply ``check --fix --unsafe-fixes``
     to the copy (as ``module``). Returns ``(copy, changed, linter output)``."""
     os.makedirs(workdir, exist_ok=True)
@@ -78,8 +85,7 @@ def fixed_copy(path: str, module: str, src: list[str], workdir: str) -> tuple[st
     shutil.copyfile(path, copy)
     with open(copy, "rb") as fh:
         before = fh.read()
-    argv = [sys.executable, "-m", "pp_attr_lint", "check", "--fix", "--unsafe-fixes", "--no-cache",
-            "--as-module", module]
+    argv = linter_argv(linter) + ["check", "--fix", "--unsafe-fixes", "--no-cache", "--as-module", module]
     for d in src:
         argv += ["--src", d]
     proc = subprocess.run(argv + ["--", copy], capture_output=True, text=True)
@@ -116,7 +122,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
     site = os.path.dirname(ctx.vllm_dir)
     src = list(args.src or []) or [site]
     try:
-        findings = lint_json(list(args.findings), args.as_module, src)
+        findings = lint_json(list(args.findings), args.as_module, src, linter=getattr(args, "linter", None))
     except RuntimeError as exc:
         return _env_error(str(exc), args)
     graph = None
@@ -166,7 +172,8 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
                 e.update(arch=arch, agree=False, red={"outcome": "ERROR", "reason": red.get("reason")},
                          note="the file as it is cannot run (see red.reason)")
             continue
-        copy, changed, lint_out = fixed_copy(path, module, src, os.path.join(tmp_root, str(len(results))))
+        copy, changed, lint_out = fixed_copy(path, module, src, os.path.join(tmp_root, str(len(results))),
+                                             linter=getattr(args, "linter", None))
         green = None
         if changed:
             print(f"[findings] {os.path.basename(path)}: green run of {arch} with the fixed copy", file=sys.stderr)
