@@ -261,3 +261,23 @@ def test_user_code_frame_of_a_compile_error():
           '  File "/x/vllm/model_executor/layers/fused_moe/runner.py", line 737, in forward\n')
     assert user_code_frame(tb) == "/x/vllm/model_executor/models/deepseek_v2.py:424 in forward"
     assert user_code_frame("Traceback: no compile error") is None
+
+
+def test_lint_json_reads_any_rule_code_from_another_linter(tmp_path):
+    """--findings reads only ruff-style JSON fields, so a rule code it has never seen works."""
+    import stat
+
+    target = tmp_path / "m.py"
+    target.write_text("x = 1\n")
+    data = [{"code": "PPX999", "filename": str(target), "location": {"row": 1, "column": 1},
+             "end_location": {"row": 1, "column": 2}, "message": "m", "fix": None}]
+    fake = tmp_path / "pp-attr-lint"
+    fake.write_text("#!/bin/sh\ncat <<'JSON'\n" + json.dumps(data) + "\nJSON\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    got = findings.lint_json([str(target)], None, [], linter=str(fake))
+    assert [f["code"] for f in got] == ["PPX999"]
+    bad = tmp_path / "bad"
+    bad.write_text("#!/bin/sh\necho 'pp-attr-lint: error: no such path' >&2\nexit 2\n")
+    bad.chmod(bad.stat().st_mode | stat.S_IEXEC)
+    with pytest.raises(RuntimeError, match="exited 2: pp-attr-lint: error: no such path"):
+        findings.lint_json([str(target)], None, [], linter=str(bad))
