@@ -248,6 +248,9 @@ def run(args: argparse.Namespace) -> int:
                           "scripts/build-validate-env.sh", args)
     from . import archmap
 
+    if threading_main():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _kill_active)
     try:
         vllm_dir = archmap.vllm_dir_of(python)
         registry = archmap.load_registry(vllm_dir)
@@ -408,6 +411,10 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
             with ThreadPoolExecutor(max_workers=jobs) as pool:
                 for arch, rep in zip(todo, pool.map(one, todo)):
                     out[arch] = rep
+    except KeyboardInterrupt:
+        _kill_active()
+        progress.stop()
+        raise
     finally:
         progress.stop()
     return [out[a] for a in archs if a in out]
@@ -490,6 +497,13 @@ class _Progress:
             self.bar.stop()
 
 
+def threading_main() -> bool:
+    """True in the main thread (where signal handlers can be installed)."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
 def _now() -> float:
     return time.time()
 
@@ -549,6 +563,22 @@ def _pid_alive(pid: int) -> bool:
         return False
 
 
+_ACTIVE: set = set()  # driver processes of running engines (each the leader of its own session)
+
+
+def _kill_active(signum=None, frame=None) -> None:
+    """Kill the process tree of every running engine; as a SIGTERM/SIGHUP handler, then exit 2
+    (``validate`` killed: no engine outlives it)."""
+    for proc in list(_ACTIVE):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    if signum is not None:
+        print(f"pp-attr-lint validate: killed by signal {signum}; engines stopped", file=sys.stderr)
+        os._exit(EXIT_ENV)
+
+
 def _kill_tree(proc: subprocess.Popen) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
@@ -587,6 +617,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
     siblings = ([a for a, e in ctx.registry.items() if e.module == entry.module and e.cls == entry.cls and a != arch]
                 if entry is not None else [])
     spec = {"arch": arch, "module": entry.module if entry else None, "class": entry.cls if entry else None,
+            "multimodal": bool(entry and entry.table == "_MULTIMODAL_MODELS"),
             "siblings": siblings, "pp": args.pp, "device": args.device, "sources": sources, "workdir": workdir,
             "events": events_path, "result": result_path,
             "cache_root": None if args.no_cache else default_cache_dir(),
@@ -604,6 +635,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
     log(f"{arch}: starting vLLM (pp={args.pp}, device={args.device}) with {python}; log: {log_path}", t0)
     proc = subprocess.Popen([python, os.path.join(_HERE, "_driver.py"), spec_path], env=env,
                             stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+    _ACTIVE.add(proc)
     offset = 0
     events: list = []
     pids: dict[int, dict] = {}  # pid -> {"pp_rank", "name", "dead"}
@@ -693,6 +725,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    _ACTIVE.discard(proc)
     log_fh.close()
     wall = _now() - t0
     new, offset = _read_events(events_path, offset)
@@ -725,7 +758,10 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
         rep.update(exit_code=EXIT_FAIL, outcome="FAIL", failure=failure, reason=_failure_text(failure))
         rep["log_tail"] = _tail(log_path, 30)
         known = _known_limit(failure)
-        if known:
+        bad_source = _source_import_error(rep, result, sources)
+        if bad_source:
+            rep.update(exit_code=EXIT_ENV, outcome="ERROR", reason=bad_source)
+        elif known:
             rep.update(exit_code=EXIT_UNSUPPORTED, outcome="UNSUPPORTED", reason=f"{known}: {rep['reason']}")
     if rep["exit_code"] in (EXIT_OK, EXIT_UNSUPPORTED) and not args.keep_workdir:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -794,6 +830,22 @@ def _failure_text(f: dict) -> str:
     msg = " ".join(str(f.get("message") or "").split())
     user = f" (model code: {f['user_code']})" if f.get("user_code") else ""
     return f"{rank}{f.get('type')}: {msg}{where}{user}"
+
+
+def _source_import_error(rep: dict, result: dict, sources: list) -> str | None:
+    """A ``--source`` file that failed while being imported (a module-level frame of that file in
+    the failure's traceback): the message for exit 2, else None."""
+    paths = [os.path.abspath(p) for _m, p in sources]
+    if not paths:
+        return None
+    tbs = [(r.get("error") or {}).get("traceback") or "" for r in rep.get("ranks") or []]
+    tbs.append((result.get("error") or {}).get("traceback") or "")
+    for tb in tbs:
+        for f, line, fn in _TB_FRAME.findall(tb):
+            if fn == "<module>" and os.path.abspath(f) in paths:
+                last = [x for x in tb.strip().splitlines() if x.strip()][-1].strip()
+                return f"--source {f} does not import: {last[:300]} (at {f}:{line})"
+    return None
 
 
 def reclassify(rep: dict) -> dict:
