@@ -665,8 +665,9 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
                 if ev.get("pp_rank") is not None:
                     info["pp_rank"] = ev["pp_rank"]
             if kind == "model_init_ok":
+                ds = f", deepstack levels {ev['deepstack_levels']}" if ev.get("deepstack_levels") is not None else ""
                 log(f"PP rank {ev.get('pp_rank')} (pid {pid}) constructed {ev.get('cls')}: layers "
-                     f"{ev.get('start_layer')}..{ev.get('end_layer')}, deepstack levels {ev.get('deepstack_levels')}", t0)
+                    f"{ev.get('start_layer')}..{ev.get('end_layer')}{ds}", t0)
             elif kind in ("model_init_error", "logged_error") and ev.get("type") and pid != proc.pid:
                 # an exception raised in a worker: its root cause, as soon as it is logged
                 if not any(r.get("pid") == pid for r in [root or {}]):
