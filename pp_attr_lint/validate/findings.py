@@ -103,7 +103,11 @@ def red_agrees(finding: dict, attr: str | None, rep: dict) -> tuple[bool, str]:
     where = f.get("where") or ""
     base = os.path.basename(finding["filename"])
     at_line = bool(re.search(rf"(^|/){re.escape(base)}:{row}\b", where))
-    names_attr = bool(attr) and attr in (f.get("message") or "")
+    # the attribute the exception names ("... has no attribute 'x'") is the finding's attribute, or
+    # one the finding's message names in backticks (a missing-hook finding points at the class)
+    missing = re.findall(r"has no attribute '(\w+)'", f.get("message") or "")
+    named = set(re.findall(r"`([A-Za-z_]\w*)`", finding.get("message") or "")) | ({attr} if attr else set())
+    names_attr = bool(set(missing) & named)
     ranks = rep.get("ranks") or []
     some_ok = any(r.get("status") == "initialized" for r in ranks)
     rank = f.get("rank")

@@ -281,3 +281,18 @@ def test_lint_json_reads_any_rule_code_from_another_linter(tmp_path):
     bad.chmod(bad.stat().st_mode | stat.S_IEXEC)
     with pytest.raises(RuntimeError, match="exited 2: pp-attr-lint: error: no such path"):
         findings.lint_json([str(target)], None, [], linter=str(bad))
+
+
+def test_missing_hook_finding_agrees_through_the_named_attribute(tmp_path):
+    f = tmp_path / "mixtral.py"
+    f.write_text("class MixtralForCausalLM:\n    pass\n")
+    finding = {"code": "PPA201", "filename": str(f), "location": {"row": 1, "column": 1},
+               "end_location": {"row": 2, "column": 9},
+               "message": "`MixtralForCausalLM` lists `SupportsPP` but neither defines nor assigns "
+                          "`make_empty_intermediate_tensors`"}
+    red = {"outcome": "FAIL", "ranks": [{"rank": 0, "status": "initialized"}, {"rank": 1, "status": "failed"}],
+           "failure": {"rank": 1, "type": "AttributeError", "where": "/v/gpu_model_runner.py:5803 in _dummy_run",
+                       "message": "'MixtralForCausalLM' object has no attribute 'make_empty_intermediate_tensors'"}}
+    assert findings.red_agrees(finding, findings.attribute_of(finding), red)[0]
+    red["failure"]["message"] = "'MixtralForCausalLM' object has no attribute 'lm_head'"
+    assert not findings.red_agrees(finding, findings.attribute_of(finding), red)[0]
