@@ -811,7 +811,7 @@ def _failure(rep: dict, result: dict, timed_out: bool, timeout: float) -> dict:
     if result.get("error"):
         e = result["error"]
         msg = e.get("message") or ""
-        return {"rank": root.get("pp_rank"), "type": e.get("type"), "message": msg.strip().splitlines()[-1][:500] if msg.strip() else "",
+        return {"rank": root.get("pp_rank"), "type": e.get("type"), "message": " ".join(msg.split())[:500],
                 "where": where_from_traceback(e.get("traceback")), "phase": "init", "root_cause": root.get("message")}
     for name, req in (rep.get("requests") or {}).items():
         if not req.get("ok"):
