@@ -152,9 +152,10 @@ def test_validate_step_arguments_parse():
 
     wf = load(WORKFLOW)
     [run] = [s["run"] for s in wf["jobs"]["validate"]["steps"] if "pp-attr-lint validate" in s.get("run", "")]
-    words = run.replace('"${VLLM_PYTHON:-python}"', "python").split()
+    words = run.replace('"${VLLM_PYTHON:-python}"', "python").replace("${{ github.base_ref }}", "main").split()
     args = build_parser(with_validate=True).parse_args(words[words.index("validate"):])
     assert args.command == "validate"
+    assert args.changed == "origin/main"  # the architectures that use the changed model files
 
 
 # -- the run step, executed ---------------------------------------------------------------------------

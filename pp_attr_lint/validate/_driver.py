@@ -7,8 +7,9 @@ never imported by pp-attr-lint itself. ``SPEC.json`` holds ``arch``, ``pp``,
 plugin appends to). The directory holding the ``pp_attr_lint_validate_hook`` plugin
 and its dist-info must be on ``PYTHONPATH`` so that every process vLLM starts finds it.
 
-Exit status: 0 engine up and both requests served, 1 failure, 2 the environment
-cannot run the check (the result JSON has ``env_error``).
+Exit status: 0 engine up and the requests served, 1 failure, 2 the environment
+cannot run the check (the result JSON has ``env_error``), 3 the arch is UNSUPPORTED here
+(``unsupported_reason``: not PP-capable, module does not import, no toy config offline).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import traceback
 T0 = time.time()
 _USER_INDUCTOR_DIR = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 ENV_ERROR = 2
+UNSUPPORTED = 3
 
 
 class EnvError(Exception):
@@ -125,6 +127,19 @@ def choose_device(requested: str, pp: int) -> str:
     return requested
 
 
+def _exc_where(exc: BaseException) -> str:
+    tb = traceback.extract_tb(exc.__traceback__)
+    frames = [f for f in tb if "importlib" not in f.filename] or list(tb)
+    return f"{frames[-1].filename}:{frames[-1].lineno}" if frames else ""
+
+
+def _unsupported(result: dict, spec: dict, reason: str) -> int:
+    """Record an UNSUPPORTED outcome (exit status 3) with its reason."""
+    result.update(status="unsupported", unsupported_reason=reason)
+    _write(result, spec["result"])
+    return UNSUPPORTED
+
+
 def main(spec_path: str) -> int:
     """Run one validation described by ``spec_path`` (see the module docstring).
 
@@ -148,15 +163,19 @@ def main(spec_path: str) -> int:
         sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
         import toy_checkpoint
 
-        if arch not in toy_checkpoint.ARCHS:
-            raise EnvError(f"unknown arch {arch}; supported: {', '.join(toy_checkpoint.ARCHS)}")
-        watch = {toy_checkpoint.ARCHS[arch]["module"]: [arch]}
+        module, cls_name = spec.get("module"), spec.get("class")
+        if not module or not cls_name:
+            if arch not in toy_checkpoint.ARCHS:
+                raise EnvError(f"unknown arch {arch}: no registry module/class given")
+            module, cls_name = toy_checkpoint.ARCHS[arch]["module"], arch
+        watch = {module: [cls_name]}
         hook_cfg = os.path.join(spec["workdir"], "hook.json")
         with open(hook_cfg, "w") as fh:
             json.dump({"overrides": overrides, "watch": watch, "events": spec["events"]}, fh)
         os.environ["PP_ATTR_LINT_VALIDATE_HOOK"] = hook_cfg
         result["overrides"] = overrides
         result["vllm_dir"] = vllm_dir
+        result["model_class"] = f"{module}.{cls_name}"
         cache_base = spec.get("cache_root") or spec["workdir"]
         os.environ.setdefault("VLLM_CACHE_ROOT", os.path.join(cache_base, "vllm"))
         # inductor's own cache (compiled C++ kernels, FX graphs) defaults to
@@ -166,13 +185,6 @@ def main(spec_path: str) -> int:
         device = choose_device(spec.get("device", "auto"), pp)
         result["device"] = device
         mark("device_checked")
-        # A stable checkpoint path under the cache root keeps vLLM's compile-cache
-        # key (it hashes the model path with the config) equal across runs.
-        cache_root = spec.get("cache_root")
-        ckpt_dir = (os.path.join(cache_root, "checkpoints", arch) if cache_root
-                    else os.path.join(spec["workdir"], "ckpt"))
-        ckpt = toy_checkpoint.write_checkpoint(arch, ckpt_dir)
-        mark("checkpoint_written")
     except EnvError as exc:
         result.update(status="env_error", env_error=str(exc))
         _write(result, spec["result"])
@@ -181,6 +193,40 @@ def main(spec_path: str) -> int:
         result.update(status="env_error", env_error=f"{type(exc).__name__}: {exc} (python: {sys.executable})")
         _write(result, spec["result"])
         return ENV_ERROR
+
+    import pp_attr_lint_validate_hook as hook  # installs the finder in this process
+
+    # The model module itself is imported only by the workers (and vLLM's cached model
+    # inspection): importing it here as well cost 4-5 s per run. A --source file that does not
+    # even compile is bad input (exit 2) before anything starts; one that fails while the
+    # workers import it is reported by the parent (ERROR, exit 2); a class without SupportsPP
+    # is refused by vLLM's own check (vllm/config/model.py), which the parent reports as
+    # UNSUPPORTED (known_limits in toy_sizes.yaml).
+    for mod_name, path in overrides.items():
+        try:
+            with open(path, "rb") as fh:
+                compile(fh.read(), path, "exec")
+        except SyntaxError as exc:
+            result.update(status="env_error", env_error=f"--source {path} does not import: SyntaxError: "
+                          f"{exc.msg} at {path}:{exc.lineno}")
+            _write(result, spec["result"])
+            return ENV_ERROR
+    multimodal = bool(spec.get("multimodal")) or arch in toy_checkpoint.ARCHS
+    result["multimodal"] = multimodal
+    # A stable checkpoint path under the cache root keeps vLLM's compile-cache
+    # key (it hashes the model path with the config) equal across runs.
+    cache_root = spec.get("cache_root")
+    ckpt_dir = (os.path.join(cache_root, "checkpoints", f"{arch}-pp{pp}") if cache_root
+                else os.path.join(spec["workdir"], "ckpt"))
+    try:
+        ckpt, cfg_info = toy_checkpoint.write_checkpoint(arch, ckpt_dir, pp, spec.get("siblings") or [])
+    except toy_checkpoint.ToyConfigError as exc:
+        return _unsupported(result, spec, str(exc))
+    except Exception as exc:
+        return _unsupported(result, spec, f"toy checkpoint: {type(exc).__name__}: {exc}")
+    result["toy_config"] = cfg_info
+    mark("checkpoint_written")
+    image_request = arch in toy_checkpoint.ARCHS
 
     if device == "cpu":
         os.environ.setdefault("VLLM_CPU_OMP_THREADS_BIND", _cpu_bind(pp))
@@ -198,8 +244,6 @@ def main(spec_path: str) -> int:
     # 6 s instead of 14 s here (docs/validate.md).
     os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
     result["env"] = {k: v for k, v in os.environ.items() if k.startswith("VLLM_")}
-
-    import pp_attr_lint_validate_hook as hook  # installs the finder in this process
 
     compile_backend = spec.get("compile") or "auto"
     if compile_backend == "auto":
@@ -221,9 +265,13 @@ def main(spec_path: str) -> int:
             max_model_len=256,
             max_num_seqs=2,
             max_num_batched_tokens=256,
-            limit_mm_per_prompt={"image": 1, "video": 0},
             seed=0,
         )
+        if image_request:
+            kwargs["limit_mm_per_prompt"] = {"image": 1, "video": 0}
+        elif multimodal:
+            # other multimodal archs: text only (no processor files are written for them)
+            kwargs["limit_mm_per_prompt"] = {"image": 0, "video": 0, "audio": 0}
         if compile_backend == "eager":
             # Dynamo traces the model once (mode 2, DYNAMO_TRACE_ONCE: what
             # vllm/platforms/cpu.py selects on CPU anyway), without Inductor code
@@ -268,7 +316,7 @@ def main(spec_path: str) -> int:
         result["requests"]["text"] = {"ok": False, "type": type(exc).__name__, "message": str(exc)[:2000],
                                       "traceback": traceback.format_exc()[-6000:]}
     _write(result, spec["result"])
-    if ok:
+    if ok and image_request:
         try:
             from PIL import Image
 
@@ -304,5 +352,51 @@ def main(spec_path: str) -> int:
     sys.stderr.flush()
     os._exit(0 if ok else 1)
 
+def preflight(spec_path: str, out_path: str) -> int:
+    """``_driver.py --preflight SPEC OUT``: for many archs at once, without starting an engine,
+    decide which are UNSUPPORTED here (module does not import, no SupportsPP, no toy config
+    offline), the same checks :func:`main` makes before it starts vLLM. ``SPEC`` holds
+    ``{"pp", "archs": [{"arch", "module", "class", "siblings"}]}``; ``OUT`` gets
+    ``{arch: {"ok": bool, "reason": str}}``, rewritten after every arch (a crash keeps what
+    was decided). Returns 0."""
+    with open(spec_path) as fh:
+        spec = json.load(fh)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import logging
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    logging.disable(logging.WARNING)
+    import toy_checkpoint
+    from vllm.model_executor.models.interfaces import supports_pp
+
+    out: dict = {}
+    for item in spec["archs"]:
+        arch = item["arch"]
+        try:
+            cls = getattr(importlib.import_module(item["module"]), item["class"])
+        except BaseException as exc:  # noqa: BLE001
+            out[arch] = {"ok": False, "reason": f"{item['module']} does not import here: {type(exc).__name__}: "
+                                                f"{str(exc).splitlines()[0] if str(exc) else ''}"}
+        else:
+            if not supports_pp(cls):
+                out[arch] = {"ok": False, "reason": f"not PP-capable: {item['class']} does not implement SupportsPP "
+                                                    "(vllm/model_executor/models/interfaces.py)"}
+            elif arch in toy_checkpoint.ARCHS:
+                out[arch] = {"ok": True, "reason": ""}
+            else:
+                try:
+                    toy_checkpoint.build_generic_config(arch, int(spec["pp"]), item.get("siblings") or [])
+                    out[arch] = {"ok": True, "reason": ""}
+                except toy_checkpoint.ToyConfigError as exc:
+                    out[arch] = {"ok": False, "reason": str(exc)}
+                except Exception as exc:
+                    out[arch] = {"ok": False, "reason": f"toy checkpoint: {type(exc).__name__}: {exc}"}
+        _write(out, out_path)
+    return 0
+
+
 if __name__ == "__main__":
+    if sys.argv[1] == "--preflight":
+        sys.exit(preflight(sys.argv[2], sys.argv[3]))
     sys.exit(main(sys.argv[1]))

@@ -158,13 +158,22 @@ def _wrap_class(cls: type, module_name: str) -> None:
                   **_partition(args, kwargs), **_exc_fields(exc))
             raise
         info = {"cls": name, "seconds": time.time() - t0}
+        # the decoder that holds the layer range: VL models' language_model.model, text
+        # models' model (or transformer / backbone), else the class itself
         lm = getattr(self, "language_model", None)
-        inner = getattr(lm, "model", None)
+        holders = [getattr(lm, "model", None), lm]
+        holders += [getattr(self, n, None) for n in ("model", "transformer", "backbone", "decoder")]
+        holders.append(self)
         for key in ("start_layer", "end_layer"):
-            value = getattr(inner, key, None)
-            if value is None:
-                value = getattr(self, key, None)
-            info[key] = value
+            value = None
+            for h in holders:
+                try:
+                    value = getattr(h, key, None) if h is not None else None
+                except Exception:
+                    value = None
+                if isinstance(value, int):
+                    break
+            info[key] = value if isinstance(value, int) else None
         info["deepstack_levels"] = getattr(self, "deepstack_num_level", None)
         info["use_deepstack"] = getattr(self, "use_deepstack", None)
         MODEL_INFO.update(info)

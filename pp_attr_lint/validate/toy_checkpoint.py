@@ -142,15 +142,142 @@ def build_config(arch: str):
     return cfg
 
 
-def write_checkpoint(arch: str, path: str) -> str:
+GENERIC_SUFFIXES = ("ForConditionalGeneration", "ForCausalLM", "LMHeadModel", "ForActionPrediction",
+                    "Model", "ChatModel")
+
+
+class ToyConfigError(Exception):
+    """No toy config can be built offline for an arch; the message is the UNSUPPORTED reason."""
+
+
+def _norm(name: str) -> str:
+    return "".join(ch for ch in name.lower() if ch.isalnum())
+
+
+def find_model_type(arch: str, siblings: list[str], rules: dict) -> tuple[str, str]:
+    """Return ``(model_type, how)`` for ``arch``.
+
+    Order: ``families[arch].model_type`` in toy_sizes.yaml; transformers' auto model mappings
+    (``transformers.models.auto.modeling_auto.*_MAPPING_NAMES``: model_type -> class name) for
+    ``arch`` and then for ``siblings`` (archs the vLLM registry serves with the same class);
+    the arch name without its ``For...`` suffix compared (lower case, alphanumerics only) with
+    the model types of vLLM's own configs (``vllm.transformers_utils.config._CONFIG_REGISTRY``)
+    and of transformers' ``CONFIG_MAPPING``. Raises ToyConfigError when nothing matches.
+    """
+    fam = rules["families"].get(arch) or {}
+    if fam.get("model_type"):
+        return fam["model_type"], "toy_sizes.yaml families"
+    from transformers.models.auto import configuration_auto, modeling_auto
+
+    by_class: dict[str, str] = {}
+    for name in sorted(dir(modeling_auto)):
+        table = getattr(modeling_auto, name)
+        if name.endswith("_MAPPING_NAMES") and isinstance(table, dict):
+            for mt, value in table.items():
+                for cls_name in value if isinstance(value, (list, tuple)) else [value]:
+                    if isinstance(cls_name, str):
+                        by_class.setdefault(cls_name, mt)
+    for cand in [arch] + list(siblings):
+        if cand in by_class:
+            return by_class[cand], f"transformers auto mapping of {cand}"
+    vllm_types: list[str] = []
+    try:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+        vllm_types = list(_CONFIG_REGISTRY.keys())
+    except Exception:
+        pass
+    hf_types = list(configuration_auto.CONFIG_MAPPING_NAMES.keys())
+    for cand in [arch] + list(siblings):
+        stem = cand
+        for suf in GENERIC_SUFFIXES:
+            if stem.endswith(suf) and len(stem) > len(suf):
+                stem = stem[: -len(suf)]
+                break
+        key = _norm(stem)
+        for mt in vllm_types + hf_types:
+            if _norm(mt) == key:
+                return mt, f"model type named like {cand}"
+    raise ToyConfigError(f"no config class offline for {arch}: not in transformers' auto mappings nor "
+                         "vLLM's config registry (needs the checkpoint's remote code / the hub)")
+
+
+def config_class(model_type: str):
+    """Config class of ``model_type``: vLLM's own (``_CONFIG_REGISTRY``, as vLLM's
+    ``get_config`` prefers it) else transformers' ``CONFIG_MAPPING``. Raises ToyConfigError."""
+    try:
+        from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+        if model_type in _CONFIG_REGISTRY:
+            return _CONFIG_REGISTRY[model_type]
+    except ImportError:
+        pass
+    from transformers import CONFIG_MAPPING
+
+    try:
+        return CONFIG_MAPPING[model_type]
+    except KeyError:
+        raise ToyConfigError(f"model type {model_type!r} has no config class in transformers or vLLM") from None
+
+
+def build_generic_config(arch: str, pp: int, siblings: list[str] | None = None):
+    """Toy config for any arch: the config class's defaults shrunk by toy_config.shrink, then
+    the arch's family overrides. Returns ``(config, info)``; raises ToyConfigError (the
+    UNSUPPORTED reason) when the class cannot be found or rejects the toy values."""
+    import toy_config
+
+    rules = toy_config.load_rules()
+    fam = rules["families"].get(arch) or {}
+    if fam.get("unsupported"):
+        raise ToyConfigError(f"{fam['unsupported']} ({fam['reason']})")
+    mt, how = find_model_type(arch, siblings or [], rules)
+    cls = config_class(mt)
+    try:
+        default = cls()
+    except Exception as exc:
+        raise ToyConfigError(f"{cls.__name__}() with its defaults raised {type(exc).__name__}: {exc}") from None
+    d = toy_config.shrink(default.to_dict(), rules, pp)
+    toy_config.apply_family(d, arch, rules)
+    d["architectures"] = [arch]
+    d["model_type"] = getattr(cls, "model_type", None) or mt
+    d.pop("auto_map", None)
+    d.pop("transformers_version", None)
+    try:
+        try:
+            cfg = cls.from_dict(d)
+        except (TypeError, ValueError):
+            cfg = cls.from_dict(toy_config.strip_common(d))
+    except Exception as exc:
+        msg = " ".join(str(exc).split())
+        raise ToyConfigError(f"{cls.__name__} rejects the toy sizes: {type(exc).__name__}: {msg}") from None
+    cfg.architectures = [arch]
+    return cfg, {"model_type": mt, "config_class": f"{cls.__module__}.{cls.__qualname__}", "found_by": how,
+                 "family_override": bool(fam)}
+
+
+def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | None = None) -> tuple[str, dict]:
     """Write config, tokenizer and processor configs for ``arch`` into ``path``.
 
-    Output: ``path``. Raises KeyError for an unknown arch and ImportError when
-    transformers/tokenizers are missing.
+    Output: ``(path, info)`` with info on the config used. Qwen3-VL archs (:data:`ARCHS`) use
+    :func:`build_config` (deepstack levels, image processor); every other arch
+    :func:`build_generic_config`. Raises ToyConfigError (UNSUPPORTED reason) and ImportError
+    when transformers/tokenizers are missing.
     """
     os.makedirs(path, exist_ok=True)
-    cfg = build_config(arch)
+    if arch in ARCHS:
+        cfg = build_config(arch)
+        info = {"model_type": ARCHS[arch]["model_type"], "config_class": type(cfg).__name__,
+                "found_by": "toy_checkpoint.ARCHS (Qwen3-VL)"}
+    else:
+        cfg, info = build_generic_config(arch, pp, siblings)
     cfg.save_pretrained(path)
+    _write_tokenizer_files(path)
+    if arch in ARCHS:
+        _write_qwen3_vl_processors(path)
+    return path, info
+
+
+def _write_tokenizer_files(path: str) -> None:
     _tokenizer_json(path)
     ids = special_token_ids()
     tok_cfg = {
@@ -176,6 +303,11 @@ def write_checkpoint(arch: str, path: str) -> str:
         json.dump(tok_cfg, fh, indent=1)
     with open(os.path.join(path, "special_tokens_map.json"), "w") as fh:
         json.dump({"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}, fh)
+    with open(os.path.join(path, "generation_config.json"), "w") as fh:
+        json.dump({"eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}, fh)
+
+
+def _write_qwen3_vl_processors(path: str) -> None:
     image_proc = {
         "image_processor_type": "Qwen2VLImageProcessorFast",
         "processor_class": "Qwen3VLProcessor",
@@ -206,6 +338,3 @@ def write_checkpoint(arch: str, path: str) -> str:
     }
     with open(os.path.join(path, "video_preprocessor_config.json"), "w") as fh:
         json.dump(video_proc, fh, indent=1)
-    with open(os.path.join(path, "generation_config.json"), "w") as fh:
-        json.dump({"eos_token_id": ids["<|im_end|>"], "pad_token_id": ids["<|endoftext|>"]}, fh)
-    return path

