@@ -614,6 +614,8 @@ class RankFacts:
                     continue
                 if method != "__init__":
                     return None  # set again later by another method: cannot tell what it holds
+                if callee is not None and callee.startswith(f"self.{attr}."):
+                    continue  # `self.lm_head = self.lm_head.tie_weights(...)`: derived from the value itself
                 records.append((line, self.is_placeholder_call(entry[0], callee), guard, entry))
         if not any(p for _, p, _, _ in records):
             return None

@@ -310,11 +310,12 @@ EXPECTED_021 = [
     "vllm/model_executor/models/voxtral.py:307:1 PPA201",
 ]
 EXPECTED_032 = [
+    "vllm/model_executor/models/ernie45_moe.py:546:28 PPA101",
     "vllm/model_executor/models/ernie45_moe.py:546:53 PPA101",
+    "vllm/model_executor/models/ernie45_vl_moe.py:615:28 PPA101",
     "vllm/model_executor/models/ernie45_vl_moe.py:615:53 PPA101",
     "vllm/model_executor/models/falcon_h1.py:604:57 PPA101",
     "vllm/model_executor/models/gemma4.py:1243:17 PPA102",
-    "vllm/model_executor/models/laguna_dflash.py:65:1 PPA301",
     "vllm/model_executor/models/mistral_large_3_eagle.py:52:1 PPA301",
     "vllm/model_executor/models/ultravox.py:598:13 PPA102",
     "vllm/models/glm5next/common/model.py:1047:1 PPA201",

@@ -144,10 +144,11 @@ class SkippedInitAttribute(Rule):
                 continue
             me = fn.args.args[0].arg
             found: dict = {}
-            for sub in ast.walk(fn):
-                if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
-                        isinstance(sub.value, ast.Name) and sub.value.id == me:
-                    found.setdefault(sub.attr, sub.lineno)
+            for node in _unconditional(fn.body):
+                for sub in ast.walk(node):
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
+                            isinstance(sub.value, ast.Name) and sub.value.id == me:
+                        found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
             out[fn.name] = found
         memo[key] = out
         return out
@@ -221,6 +222,45 @@ class SkippedInitAttribute(Rule):
                 except Unresolved:
                     continue
         return out
+
+
+def _unconditional(body: list):
+    """The parts of a function body that run on every call: plain statements, the tests of
+    ``if``/``while``, the iterables of ``for``, the bodies of ``with`` and ``try`` (not the branches
+    of an ``if``, a loop's body or a handler: a read there may depend on an argument, e.g. SGLang's
+    ``forward(..., get_embedding=False)`` reads ``self.pooler`` only when asked for embeddings)."""
+    import ast
+
+    out = []
+    for stmt in body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(stmt, (ast.If, ast.While)):
+            out.append(stmt.test)
+            if isinstance(stmt, ast.If) and _exits(stmt.body) and not stmt.orelse:
+                continue
+            if isinstance(stmt, ast.If) and (_exits(stmt.body) or _exits(stmt.orelse)):
+                break  # what follows runs only on one branch
+        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+            out.append(stmt.iter)
+        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+            out.extend(item.context_expr for item in stmt.items)
+            out.extend(_unconditional(stmt.body))
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            out.extend(_unconditional(stmt.body))
+        elif isinstance(stmt, ast.Match):
+            out.append(stmt.subject)
+        else:
+            out.append(stmt)
+        if isinstance(stmt, (ast.Return, ast.Raise)):
+            break
+    return out
+
+
+def _exits(body: list) -> bool:
+    import ast
+
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
 _PLAIN_BASES = {"object", "nn.Module", "torch.nn.Module", "Module", "ABC", "abc.ABC", "Protocol", "Generic"}
