@@ -5,7 +5,7 @@ from types import SimpleNamespace
 from vllm.distributed import get_pp_group
 
 from pkg.flag import FlagForCausalLM
-from pkg.model import AliasedHeadForCausalLM, ForCausalLM, TextModel, TiedFirstOnlyForCausalLM, WidthFromEmbeddingModel
+from pkg.model import AliasedHeadForCausalLM, ForCausalLM, SelfTiedForCausalLM, TextModel, TiedFirstOnlyForCausalLM, WidthFromEmbeddingModel
 
 TIED = SimpleNamespace(tie_word_embeddings=True)
 UNTIED = SimpleNamespace(tie_word_embeddings=False)
@@ -34,6 +34,10 @@ def width_on_every_rank():
     WidthFromEmbeddingModel(UNTIED)
 
 
+def self_tied():
+    _serve(SelfTiedForCausalLM, TIED)
+
+
 def local_flag():
     _serve(FlagForCausalLM, TIED)
 
@@ -42,6 +46,6 @@ def head_aliased_to_placeholder():
     _serve(AliasedHeadForCausalLM, TIED)
 
 
-PROBES = [correct_tied, correct_untied, tied_to_first_rank_embedding, width_on_every_rank, local_flag, head_aliased_to_placeholder]
+PROBES = [correct_tied, correct_untied, tied_to_first_rank_embedding, width_on_every_rank, self_tied, local_flag, head_aliased_to_placeholder]
 # the alias makes the logits processor's read fail later
 BLAME = {"pkg/model.py:92": "pkg/model.py:97"}

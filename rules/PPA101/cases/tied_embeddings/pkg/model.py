@@ -95,3 +95,18 @@ class AliasedHeadForCausalLM(nn.Module):
 
     def compute_logits(self, hidden_states):
         return self.lm_head.weight
+
+
+class SelfTiedForCausalLM(nn.Module):
+    """Ties the head on every rank, reassigning it from itself (vLLM 0.32.0 ernie45_moe.py)."""
+
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model = TextModel(config)
+        if get_pp_group().is_last_rank:
+            self.lm_head = LMHead(8, 4)
+        else:
+            self.lm_head = PPMissingLayer()
+        if config.tie_word_embeddings:
+            # ruleid: PPA101
+            self.lm_head = self.lm_head.tie_weights(self.model.embed_tokens)
