@@ -285,7 +285,7 @@ def run(args: argparse.Namespace) -> int:
             files = archmap.changed_files(args.changed) if args.changed else list(args.files)
         except RuntimeError as exc:
             return _env_error(str(exc), args)
-        graph = archmap.cached_import_graph(vllm_dir, version, default_cache_dir())
+        graph = archmap.cached_import_graph(vllm_dir, version, validate_cache_dir())
         pairs = [(f, archmap.file_to_module(f, vllm_dir)) for f in files]
         modules = [m for _f, m in pairs if m]
         # a changed file of a checkout (not the installed vLLM's own file) runs in place of the
@@ -366,7 +366,7 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
 
     from .results import ResultCache, source_hash
 
-    cache = ResultCache(default_cache_dir()) if (use_cache or store) else None
+    cache = ResultCache(validate_cache_dir()) if (use_cache or store) else None
     hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), args.device, a) for a in archs}
     out: dict[str, dict] = {}
     todo = []

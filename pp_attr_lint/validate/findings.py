@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import EXIT_ENV, EXIT_FAIL, EXIT_OK, RunContext, _env_error, run_arch
+from . import EXIT_FAIL, EXIT_OK, RunContext, _env_error, run_arch
 from . import archmap
 
 _IDENT_TAIL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
@@ -142,9 +142,9 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
             entry.update(agree=None, note="not a vLLM model module (give --as-module)")
             continue
         if graph is None:
-            from . import default_cache_dir
+            from . import validate_cache_dir
 
-            graph = archmap.cached_import_graph(ctx.vllm_dir, ctx.vllm_version, default_cache_dir())
+            graph = archmap.cached_import_graph(ctx.vllm_dir, ctx.vllm_version, validate_cache_dir())
         users = archmap.archs_for_modules([module], ctx.registry, graph)[module]
         direct = [a for a in users if ctx.registry[a].module == module]
         ranked = [a for a in (args.arch or []) if a in users] or (direct + [a for a in users if a not in direct])
