@@ -102,6 +102,14 @@ class Rule:
     def make_fix(self, applicability: str, message: str, edits: Iterable[Edit]) -> Fix:
         return Fix(applicability=applicability, message=message, edits=tuple(edits))
 
+    @staticmethod
+    def replace(pos: tuple[int, int, int, int], content: str) -> Edit:
+        """An :class:`Edit` that replaces the span ``pos`` (``(row, col, end_row, end_col)``,
+        1-based rows and 0-based character columns, as the index stores them) by ``content``;
+        an empty span (``row, col`` twice) inserts."""
+        row, col, end_row, end_col = pos
+        return Edit(content, row, col + 1, end_row, end_col + 1)
+
 
 @dataclass
 class FileContext:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint import placeholder
-from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
 
 
@@ -52,9 +51,8 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         fix = None
         if index_kind in ("first", "last") and how.startswith("`"):
             new = f"{recv}.start_layer" if index_kind == "first" else f"{recv}.end_layer - 1"
-            r0, c0, r1, c1 = index_pos
             fix = self.make_fix("safe", f"Index with `{new}` (this rank's own {'first' if index_kind == 'first' else 'last'} layer)",
-                                [Edit(new, r0, c0 + 1, r1, c1 + 1)])
+                                [self.replace(index_pos, new)])
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix)
 
 

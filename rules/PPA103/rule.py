@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint import placeholder
-from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
 
 
@@ -60,8 +59,7 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         if simple and how.startswith("`"):
             sliced = f"{recv}.{lst}[{recv}.start_layer:{recv}.end_layer]"
             new = f"enumerate({sliced}, start={recv}.start_layer)" if enumerated else sliced
-            r0, c0, r1, c1 = iter_pos
-            fix = self.make_fix("safe", f"Loop over this rank's own layers: `{new}`", [Edit(new, r0, c0 + 1, r1, c1 + 1)])
+            fix = self.make_fix("safe", f"Loop over this rank's own layers: `{new}`", [self.replace(iter_pos, new)])
         row, col, end_row, end_col = pos
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix,
                             fix_data={"iter": list(iter_pos)})

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from pp_attr_lint import facts as F
-from pp_attr_lint.model import Edit
 from pp_attr_lint.plugin import Rule
 
 def _stub_kind(fn) -> str:
@@ -191,7 +190,7 @@ class MissingPPHook(Rule):
             return None
         stmt = f"{self_name}.{F.PP_HOOK} = {self_name}.{providers[0]}.{F.PP_HOOK}"
         return self.make_fix("safe", f"Forward the hook: `{stmt}`",
-                             [Edit("\n" + " " * indent + stmt, end_row, end_col + 1, end_row, end_col + 1)])
+                             [self.replace((end_row, end_col, end_row, end_col), "\n" + " " * indent + stmt)])
 
 
 RULE = MissingPPHook(
