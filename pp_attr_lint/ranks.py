@@ -565,11 +565,15 @@ class RankFacts:
         if "safe" in self._memo:
             return self._memo["safe"]
         names = set(F.MODULE_ATTRIBUTES)
-        for st in self.ctx.checked:
-            rec = st.summary["classes"].get(F.PLACEHOLDER_CLASS)
-            key = (st.module, F.PLACEHOLDER_CLASS)
-            if rec is None:
-                continue
+        keys = set()
+        for st in self.ctx.checked:  # defined in a checked file, or imported into one (vLLM's utils.py)
+            if F.PLACEHOLDER_CLASS in st.summary["classes"]:
+                keys.add((st.module, F.PLACEHOLDER_CLASS))
+            elif F.PLACEHOLDER_CLASS in st.summary["imports"]:
+                sym = self.r.lookup(st.module, F.PLACEHOLDER_CLASS)
+                if sym is not None and sym[0] == "class":
+                    keys.add((sym[1], sym[2]))
+        for key in sorted(keys):
             try:
                 mro = self.r.mro(key)
             except Exception:

@@ -101,3 +101,20 @@ def test_rule_folder_is_complete(rule_dir: Path):
     assert all((c / "run.py").exists() for c in cases), "every case runs under the oracle"
     r = run_cli("rule", rule_dir.name)
     assert r.rc == 0 and r.stdout.startswith("# ")
+
+
+def test_a_placeholder_that_answers_every_attribute_silences_the_placeholder_rules(tmp_path: Path):
+    """The tree's own PPMissingLayer decides, also when it lives outside the checked folder (vLLM's
+    utils.py, here the --src stub): with a `__getattr__`, no read of a placeholder can fail."""
+    case = REPO / "rules" / "PPA101" / "cases" / "tied_embeddings"
+    stub = tmp_path / "stub"
+    shutil.copytree(STUBS, stub)
+    utils = stub / "vllm" / "model_executor" / "models" / "utils.py"
+    utils.write_text(utils.read_text().replace(
+        '        self.return_tuple = kwargs.get("return_tuple", False)\n',
+        '        self.return_tuple = kwargs.get("return_tuple", False)\n\n'
+        '    def __getattr__(self, name):\n        return None\n', 1))
+    r = run_cli("check", ".", "--src", stub, "--no-cache", "--output-format", "json", "--select", "PPA101", cwd=case)
+    assert r.rc == 0 and r.json() == [], r.stdout
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA101", cwd=case)
+    assert r.rc == 1 and r.json(), r.stdout
