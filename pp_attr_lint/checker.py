@@ -387,7 +387,10 @@ def _analyze_group(project: Project, states: list, rules, explicit) -> tuple[lis
     for st in checked:
         ctx = FileContext(file=st, project=project, resolver=resolver, checked=checked, shared=shared)
         file_unjudged = []
+        mask = True if st.path in explicit else (st.hit or 0)
         for rule in rules:
+            if not project.spec.wants(rule, mask):
+                continue  # its prefilter turned the file down: another rule's hit made it checked
             try:
                 got = list(rule.check(ctx))
             except (RecursionError, Unresolved):  # too deep to follow, or not understood: silent

@@ -159,11 +159,11 @@ class LineIndex:
 
     def __init__(self, source: str):
         self.lines = source.splitlines(keepends=True)
-        self._ascii = [ln.isascii() for ln in self.lines]
+        self._all_ascii = source.isascii()
 
     def col(self, lineno: int, byte_col: int) -> int:
         i = lineno - 1
-        if i >= len(self.lines) or self._ascii[i]:
+        if self._all_ascii or i >= len(self.lines) or self.lines[i].isascii():
             return byte_col
         return len(self.lines[i].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
 
@@ -181,13 +181,28 @@ class IndexSpec:
     prefilters: tuple[Callable, ...] = ()
     collectors: tuple[tuple[str, Callable], ...] = ()
     key: str = ""
+    # the rule code of each of `prefilters` (bit k of a prefilter mask is prefilter_codes[k];
+    # the next bit is the watched-attribute test)
+    prefilter_codes: tuple[str, ...] = ()
+
+    def wants(self, rule, mask: int | bool) -> bool:
+        """Whether ``rule`` checks a file whose prefilter mask is ``mask``: its own prefilter's
+        bit, or the watched-attribute bit (a file with a layer-range read on another object is
+        checked by every rule: the reads the index records are what several rules judge); a
+        rule without a prefilter of its own checks every file that is checked."""
+        if mask is True or mask >> len(self.prefilter_codes) & 1:
+            return True
+        if rule.code in self.prefilter_codes:
+            return bool(mask >> self.prefilter_codes.index(rule.code) & 1)
+        return not rule.attributes
 
 
 def index_spec(rules) -> IndexSpec:
     """The :class:`IndexSpec` of ``rules`` (:class:`pp_attr_lint.plugin.Rule` instances)."""
     attrs = frozenset(a for r in rules for a in r.attributes)
     # a rule whose prefilter is the default one and has no needles asks for nothing
-    prefilters = tuple(r.prefilter for r in rules if type(r).prefilter is not Rule.prefilter or r.needles)
+    own_pf = [r for r in rules if type(r).prefilter is not Rule.prefilter or r.needles]
+    prefilters = tuple(r.prefilter for r in own_pf)
     own = {}
     for r in rules:
         if type(r).collect is not Rule.collect:
@@ -195,4 +210,4 @@ def index_spec(rules) -> IndexSpec:
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
                     ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
-    return IndexSpec(attrs, prefilters, collectors, key)
+    return IndexSpec(attrs, prefilters, collectors, key, tuple(r.code for r in own_pf))

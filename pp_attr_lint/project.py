@@ -32,7 +32,7 @@ from pathlib import Path
 from . import __version__
 from .plugin import IndexSpec
 
-SUMMARY_VERSION = 14  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 15  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -162,10 +162,11 @@ class Cache:
 
 
 def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
-    """A bytes -> bool test that is true for every file that can contain a watched read with a
+    """A bytes -> int test: bit ``k`` is set when the rules' own ``prefilters[k]`` (bytes -> bool)
+    accepts the file, bit ``len(prefilters)`` when the file can contain a watched read with a
     receiver other than plain ``self`` (``x.start_layer``, ``a.b.start_layer``, ``(...).start_layer``,
-    ``getattr(x, "start_layer")``) or that one of the rules' own ``prefilters`` (bytes -> bool)
-    accepts.  It may say yes too often (comments), never too rarely.
+    ``getattr(x, "start_layer")``); 0 means no rule wants the file.  It may say yes too often
+    (comments), never too rarely.
 
     It looks for the names with :meth:`bytes.find` and inspects only a short window before each
     occurrence of an attribute, which is much faster than a regular expression over the whole file."""
@@ -174,10 +175,16 @@ def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
     before = re.compile(rb"(?:(\.?)[\s\\]*\b(\w+)|(\)))[\s\\]*\.[\s\\]*\Z")
     word = re.compile(rb"\w")
 
-    def hit(data: bytes) -> bool:
-        for pf in prefilters:
+    attr_bit = 1 << len(prefilters)
+
+    def hit(data: bytes) -> int:
+        mask = 0
+        for k, pf in enumerate(prefilters):
             if pf(data):
-                return True
+                mask |= 1 << k
+        return mask | (attr_bit if attrs_hit(data) else 0)
+
+    def attrs_hit(data: bytes) -> bool:
         for needle in attr_needles:
             i = data.find(needle)
             n = len(needle)

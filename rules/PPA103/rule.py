@@ -12,16 +12,51 @@ from pp_attr_lint.plugin import Rule
 _WHOLE_LIST = re.compile(rb"\.layers\s*[:)]")
 
 
+_FOR_LINE = re.compile(rb"[ \t]*(?:async[ \t]+)?for[ \t]+(?:\w+[ \t]*,[ \t]*)?(\w+)[ \t]+in[ \t]")
+
+
+def _loop_may_read(data: bytes, i: int) -> bool:
+    """Whether the loop whose iterable ends at byte ``i`` may read an attribute of its element
+    (see :meth:`PlaceholderInLoop.prefilter`): bytes only, the body being the lines below the
+    ``for`` line indented deeper than it."""
+    start = data.rfind(b"\n", 0, i) + 1
+    m = _FOR_LINE.match(data, start)
+    eol = data.find(b"\n", i)
+    if m is None or not data[i:len(data) if eol < 0 else eol].split(b"#")[0].rstrip().endswith(b":"):
+        return True  # not a `for` statement on one line (a comprehension): let the parser judge it
+    var = m.group(1)
+    indent = len(data[start:m.end()]) - len(data[start:m.end()].lstrip())
+    body: list[bytes] = []
+    pos = data.find(b"\n", i) + 1
+    while 0 < pos < len(data):
+        end = data.find(b"\n", pos)
+        end = len(data) if end < 0 else end
+        line = data[pos:end]
+        stripped = line.lstrip()
+        if stripped and not stripped.startswith(b"#"):
+            if len(line) - len(stripped) <= indent:
+                break
+            body.append(stripped)
+        pos = end + 1
+    if not body or body[0].startswith(b"if isinstance(" + var + b", PPMissingLayer)"):
+        return False
+    return re.search(rb"\b" + var + rb"\.\w", b"\n".join(body)) is not None
+
+
 class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
     kinds = ("loop",)
 
     def prefilter(self, data: bytes) -> bool:
-        """The file uses ``make_layers`` and has ``in ... .layers:`` / ``in enumerate(... .layers)``."""
+        """The file uses ``make_layers`` and has ``in ... .layers:`` / ``in enumerate(... .layers)``
+        where the loop may read an attribute of the element: a ``for`` statement counts unless its
+        body never reads ``var.`` or opens with ``if isinstance(var, PPMissingLayer)``; any other
+        shape (a generator expression) counts."""
         if b"make_layers" not in data:
             return False
         i = data.find(b".layers")
         while i >= 0:
-            if _WHOLE_LIST.match(data, i) and data.rfind(b" in ", max(0, i - 120), i) >= 0:
+            if _WHOLE_LIST.match(data, i) and data.rfind(b" in ", max(0, i - 120), i) >= 0 \
+                    and _loop_may_read(data, i):
                 return True
             i = data.find(b".layers", i + 7)
         return False

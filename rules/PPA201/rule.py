@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.plugin import Rule
 
@@ -20,41 +22,62 @@ def _stub_kind(fn) -> str:
     return "impl"
 
 
+# a class statement whose bases (up to the header's colon) name the protocol
+_PROVIDES_HOOK = re.compile(rb"def[ \t]+" + F.PP_HOOK.encode() + rb"\b|\b" + F.PP_HOOK.encode() + rb"[ \t]*(?::[^=\n]*)?=(?!=)")
+_LISTS_PROTOCOL = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\([^:]*?\b" + F.PP_PROTOCOL.encode() + rb"\b", re.M)
+
+
+def _init_end(path: str, cname: str):
+    """Where a statement can be appended to the ``__init__`` of top-level class ``cname`` in the
+    file at ``path``: ``(indent column, end row, end column of its last statement, self name)``,
+    or ``None``."""
+    import ast
+
+    from pp_attr_lint.plugin import LineIndex
+    from pp_attr_lint.textio import read_source
+
+    try:
+        text = read_source(path).text
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    lines = LineIndex(text)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cname:
+            for st in node.body:
+                if isinstance(st, ast.FunctionDef) and st.name == "__init__" and st.body:
+                    last = st.body[-1]
+                    return (lines.col(st.body[0].lineno, st.body[0].col_offset), last.end_lineno,
+                            lines.col(last.end_lineno, last.end_col_offset),
+                            (st.args.posonlyargs + st.args.args)[0].arg if st.args.args else None)
+    return None
+
+
 class MissingPPHook(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """``SupportsPP`` occurs more often than the hook's name: some class may list the protocol
-        without a hook (an import, one class and one ``def`` or an assignment ``self.h = x.h``
-        balance out).  A file whose classes inherit the protocol through a base that lacks the
-        hook is reported at that base."""
-        s = data.count(b"SupportsPP")
-        if not s:
+        """Fewer hooks are provided (``def make_empty_intermediate_tensors``, or an assignment to
+        it) than classes list ``SupportsPP`` among their bases: some class of the file may lack
+        it.  A file whose classes inherit the protocol through a base that lacks the hook is
+        reported at that base."""
+        if F.PP_PROTOCOL.encode() not in data:
             return False
-        h = data.count(b"make_empty_intermediate_tensors")
-        return h == 0 or s > h
+        listing = len(_LISTS_PROTOCOL.findall(data))
+        return listing > 0 and len(_PROVIDES_HOOK.findall(data)) < listing
 
     def collect(self, tree, lines):
         """``protocol``: how classes named ``SupportsPP`` provide the hook (``stub``, ``impl``,
-        ``annotation``); ``inits``: per class, where a statement can be appended to its
-        ``__init__`` (indent column, end row and end column of the last statement)."""
+        ``annotation``)."""
         import ast
 
-        protocol, inits = {}, {}
+        protocol = {}
         for node in tree.body:
-            if not isinstance(node, ast.ClassDef):
-                continue
-            if node.name == F.PP_PROTOCOL:
+            if isinstance(node, ast.ClassDef) and node.name == F.PP_PROTOCOL:
                 for st in node.body:
                     if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == F.PP_HOOK:
                         protocol[node.name] = _stub_kind(st)
                     elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.target.id == F.PP_HOOK:
                         protocol.setdefault(node.name, "annotation" if st.value is None else "impl")
-            for st in node.body:
-                if isinstance(st, ast.FunctionDef) and st.name == "__init__" and st.body:
-                    last = st.body[-1]
-                    inits[node.name] = (lines.col(st.body[0].lineno, st.body[0].col_offset), last.end_lineno,
-                                        lines.col(last.end_lineno, last.end_col_offset),
-                                        (st.args.posonlyargs + st.args.args)[0].arg if st.args.args else None)
-        return {"protocol": protocol, "inits": inits} if (protocol or inits) else None
+        return {"protocol": protocol} if protocol else None
 
     def check(self, ctx):
         out = []
@@ -171,8 +194,10 @@ class MissingPPHook(Rule):
         """``self.<hook> = self.<a>.<hook>`` appended to the class's own ``__init__`` when exactly one
         attribute set there holds classes that define the hook themselves."""
         r = ctx.resolver
-        at = (mine.get("inits") or {}).get(key[1])
-        if at is None or not inits or inits[0][0] != key:
+        if not inits or inits[0][0] != key:
+            return None
+        at = _init_end(ctx.file.path, key[1])
+        if at is None:
             return None
         providers = []
         for attr in sorted(inits[0][1]["assigns"]):

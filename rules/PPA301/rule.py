@@ -5,16 +5,43 @@ the attributes only that base sets missing, and an inherited method or a caller 
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.plugin import Rule
 from pp_attr_lint.textio import display_path, read_source
 
 
+# `class Name(FirstBase` at any indent (group 1: the indent, 2: the name, 3: the first base, if any)
+_CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)[ \t]*(?:\(\s*([\w.]+))?", re.M)
+# `super(P, self).__init__(` (group 1: P) or `X.__init__(self,` / `X.__init__(self)` (group 2: X)
+_EXPLICIT_INIT = re.compile(rb"super\(\s*([\w.]+)\s*,\s*self\s*\)\.__init__\(|(?<![\w.)\]])([\w.]+)\.__init__\(\s*self\s*[,)]")
+
+
 class SkippedInitAttribute(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """An explicit base ``__init__`` call or ``super(P, self)``; or a read of a layer-range
-        attribute on another object (the caller side, judged against subclasses)."""
-        return b".__init__(self" in data or b", self).__init__(" in data
+        """An explicit ``X.__init__(self...)`` or ``super(P, self).__init__(`` that may skip a base:
+        ``X`` is not the first base of the enclosing class, or ``P`` is not that class itself
+        (``class C(nn.Module)`` calling ``nn.Module.__init__(self)``, or ``super(C, self)`` in
+        ``C``, runs the same chain as ``super().__init__()`` and skips nothing).  The enclosing
+        class is the nearest ``class`` line above with a smaller indent; a call whose class is not
+        found counts as a hit."""
+        if b".__init__(self" not in data and b", self).__init__(" not in data:
+            return False
+        headers = [(m.start(), len(m.group(1)), m.group(2), m.group(3)) for m in _CLASS_LINE.finditer(data)]
+        for m in _EXPLICIT_INIT.finditer(data):
+            pos = m.start()
+            line = data[data.rfind(b"\n", 0, pos) + 1:pos]
+            indent = len(line) - len(line.lstrip())
+            owner = next((h for h in reversed(headers) if h[0] < pos and h[1] < indent), None)
+            if owner is None:
+                return True
+            if m.group(1) is not None:  # super(P, self).__init__(
+                if m.group(1) != owner[2]:
+                    return True
+            elif m.group(2) != owner[3]:  # X.__init__(self
+                return True
+        return False
 
     def check(self, ctx):
         out = []
