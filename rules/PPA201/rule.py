@@ -22,9 +22,7 @@ def _stub_kind(fn) -> str:
     return "impl"
 
 
-# a class statement whose bases (up to the header's colon) name the protocol
-_PROVIDES_HOOK = re.compile(rb"def[ \t]+" + F.PP_HOOK.encode() + rb"\b|\b" + F.PP_HOOK.encode() + rb"[ \t]*(?::[^=\n]*)?=(?!=)")
-_LISTS_PROTOCOL = re.compile(rb"^[ \t]*class[ \t]+\w+[ \t]*\([^:]*?\b" + F.PP_PROTOCOL.encode() + rb"\b", re.M)
+_ASSIGNED = re.compile(rb"[ \t]*(?::[^=\n]*)?=(?!=)")  # after the hook's name: an assignment to it
 
 
 def _init_end(path: str, cname: str):
@@ -59,10 +57,26 @@ class MissingPPHook(Rule):
         it) than classes list ``SupportsPP`` among their bases: some class of the file may lack
         it.  A file whose classes inherit the protocol through a base that lacks the hook is
         reported at that base."""
-        if F.PP_PROTOCOL.encode() not in data:
+        name = F.PP_PROTOCOL.encode()
+        listing = 0
+        i = data.find(name)
+        while i >= 0:
+            # in a class header: `class X(... SupportsPP`, no colon between them
+            k = data.rfind(b"class ", 0, i)
+            if k >= 0 and (k == 0 or data[k - 1] in b"\n \t") and b":" not in data[k:i] and b"(" in data[k:i]:
+                listing += 1
+            i = data.find(name, i + len(name))
+        if not listing:
             return False
-        listing = len(_LISTS_PROTOCOL.findall(data))
-        return listing > 0 and len(_PROVIDES_HOOK.findall(data)) < listing
+        hook = F.PP_HOOK.encode()
+        provided = 0
+        i = data.find(hook)
+        while i >= 0 and provided < listing:
+            end = i + len(hook)
+            if data[max(0, i - 4):i] == b"def " or _ASSIGNED.match(data, end):
+                provided += 1
+            i = data.find(hook, end)
+        return provided < listing
 
     def collect(self, tree, lines):
         """``protocol``: how classes named ``SupportsPP`` provide the hook (``stub``, ``impl``,

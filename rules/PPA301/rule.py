@@ -18,6 +18,19 @@ _CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)[ \t]*(?:\(\s*([\w.]+))?", 
 _EXPLICIT_INIT = re.compile(rb"super\(\s*([\w.]+)\s*,\s*self\s*\)\.__init__\(|(?<![\w.)\]])([\w.]+)\.__init__\(\s*self\s*[,)]")
 
 
+def _enclosing_class(data: bytes, pos: int, indent: int):
+    """The match of :data:`_CLASS_LINE` for the nearest ``class`` line above byte ``pos`` that is
+    indented less than ``indent``, or ``None``."""
+    k = data.rfind(b"class", 0, pos)
+    while k >= 0:
+        start = data.rfind(b"\n", 0, k) + 1
+        m = _CLASS_LINE.match(data, start)
+        if m is not None and m.start(2) - len(b"class") - 1 <= k <= m.start(2) and len(m.group(1)) < indent:
+            return m
+        k = data.rfind(b"class", 0, k)
+    return None
+
+
 class SkippedInitAttribute(Rule):
     def prefilter(self, data: bytes) -> bool:
         """An explicit ``X.__init__(self...)`` or ``super(P, self).__init__(`` that may skip a base:
@@ -28,18 +41,17 @@ class SkippedInitAttribute(Rule):
         found counts as a hit."""
         if b".__init__(self" not in data and b", self).__init__(" not in data:
             return False
-        headers = [(m.start(), len(m.group(1)), m.group(2), m.group(3)) for m in _CLASS_LINE.finditer(data)]
         for m in _EXPLICIT_INIT.finditer(data):
             pos = m.start()
             line = data[data.rfind(b"\n", 0, pos) + 1:pos]
             indent = len(line) - len(line.lstrip())
-            owner = next((h for h in reversed(headers) if h[0] < pos and h[1] < indent), None)
+            owner = _enclosing_class(data, pos, indent)
             if owner is None:
                 return True
             if m.group(1) is not None:  # super(P, self).__init__(
-                if m.group(1) != owner[2]:
+                if m.group(1) != owner.group(2):
                     return True
-            elif m.group(2) != owner[3]:  # X.__init__(self
+            elif m.group(2) != owner.group(3):  # X.__init__(self
                 return True
         return False
 
