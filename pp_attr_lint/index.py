@@ -34,6 +34,7 @@ they are converted here so that they match libcst and ruff's JSON).
 from __future__ import annotations
 
 import ast
+from collections import deque
 from typing import Any
 
 from .plugin import IndexSpec, LineIndex, index_spec  # noqa: F401  (index_spec: re-exported)
@@ -557,8 +558,6 @@ _LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 def _walk(node: ast.AST):
     """:func:`ast.walk` in the same order (breadth first), without the context and operator
     nodes: the summarizer's hot loop (about half the nodes of a function are those)."""
-    from collections import deque
-
     todo = deque((node,))
     pop, push, AST = todo.popleft, todo.append, ast.AST
     while todo:

@@ -43,7 +43,6 @@ import traceback
 _CONFIG_ENV = "PP_ATTR_LINT_VALIDATE_HOOK"
 _lock = threading.Lock()
 _installed = False
-_installed_pid: int | None = None  # the process that installed the hook (a forked rank inherits it)
 _config: dict = {}
 FORWARD_CALLS: dict[str, int] = {}
 MODEL_INFO: dict = {}
@@ -279,7 +278,7 @@ def install() -> None:
     Inputs: the JSON file named by ``PP_ATTR_LINT_VALIDATE_HOOK`` (no-op when unset).
     Output: none; events go to the configured events file. Never raises.
     """
-    global _installed, _config, _installed_pid
+    global _installed, _config
     with _lock:
         if _installed:
             return
@@ -292,7 +291,6 @@ def install() -> None:
         except Exception:
             return
         _installed = True
-        _installed_pid = os.getpid()
         sys.meta_path.insert(0, _Finder())
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(after_in_child=_after_fork)
@@ -319,8 +317,6 @@ def _after_fork() -> None:
     modules it served came with the fork, and vLLM loads its plugins only once per process
     tree, so :func:`install` does not run again.  Say which overridden modules this process
     runs, and re-attach the error forwarder."""
-    global _installed_pid
-    _installed_pid = os.getpid()
     try:
         ensure_log_handler()
         overrides = _config.get("overrides", {})

@@ -12,7 +12,8 @@ from pp_attr_lint.plugin import Rule
 _WHOLE_LIST = re.compile(rb"\.layers\s*[:)]")
 
 
-_FOR_LINE = re.compile(rb"[ \t]*(?:async[ \t]+)?for[ \t]+(?:\w+[ \t]*,[ \t]*)?(\w+)[ \t]+in[ \t]")
+# group 1: the indent, group 2: the loop variable (the last name of `for i, v in`)
+_FOR_LINE = re.compile(rb"([ \t]*)(?:async[ \t]+)?for[ \t]+(?:\w+[ \t]*,[ \t]*)?(\w+)[ \t]+in[ \t]")
 
 
 def _loop_may_read(data: bytes, i: int) -> bool:
@@ -24,10 +25,9 @@ def _loop_may_read(data: bytes, i: int) -> bool:
     eol = data.find(b"\n", i)
     if m is None or not data[i:len(data) if eol < 0 else eol].split(b"#")[0].rstrip().endswith(b":"):
         return True  # not a `for` statement on one line (a comprehension): let the parser judge it
-    var = m.group(1)
-    indent = len(data[start:m.end()]) - len(data[start:m.end()].lstrip())
+    var, indent = m.group(2), len(m.group(1))
     body: list[bytes] = []
-    pos = data.find(b"\n", i) + 1
+    pos = eol + 1
     while 0 < pos < len(data):
         end = data.find(b"\n", pos)
         end = len(data) if end < 0 else end
