@@ -169,6 +169,8 @@ def run_audit(args) -> int:
     argv = ["check", *pkgs, "--config", str(empty_config), "--output-format", args.output_format]
     if getattr(args, "cache_dir", None):
         argv += ["--cache-dir", str(wheel_dir / "lint")]
+    if getattr(args, "jobs", None):
+        argv += ["--jobs", str(args.jobs)]
     for flag in ("exit_zero", "show_unresolved", "strict"):
         if getattr(args, flag, False):
             argv.append("--" + flag.replace("_", "-"))

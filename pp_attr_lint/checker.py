@@ -69,7 +69,7 @@ def _line(text: str, row: int) -> str:
 
 def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path] = (),
           as_module: str | None = None, explicit: set[str] = frozenset(),
-          ignore_for: callable = None, env_paths: list[str] | None = None) -> CheckResult:
+          ignore_for: callable = None, env_paths: list[str] | None = None, jobs: int = 1) -> CheckResult:
     """Check ``files`` with ``rules``.
 
     Args:
@@ -85,6 +85,8 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         env_paths: the import folders of the Python environment (site-packages, ...), searched
             after the checked tree and ``src`` for packages neither holds (see
             :func:`pp_attr_lint.project.environment_paths`); ``None``: none.
+        jobs: processes that may summarize the files (see :mod:`pp_attr_lint.parallel`); the
+            result is the same for any number.
 
     Returns:
         A :class:`CheckResult`.  Files that cannot be read, decoded or parsed give a finding with
@@ -111,7 +113,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         unjudged = [not_judged_from_dict(d) for d in memo.get("not_judged", ())]
         notes = list(memo.get("notes", ()))
     else:
-        touched, raw, unjudged, notes = _analyze(paths, rules, cache, src, as_module, explicit, env_paths)
+        touched, raw, unjudged, notes = _analyze(paths, rules, cache, src, as_module, explicit, env_paths, jobs)
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],
                                   "not_judged": [not_judged_to_dict(n) for n in unjudged], "notes": notes})
         cache.flush()
@@ -144,7 +146,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
                        not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes)
 
 
-def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=()):
+def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1):
     """Run the rules over ``paths``: what the run depended on (``{path: (mtime_ns, size) or None}``),
     raw findings (before per-file ignores and noqa), the reads not judged (``# noqa`` applied)
     and notes for the user.
@@ -171,7 +173,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=()):
     notes: list[str] = []
 
     def run(project, states):
-        f, u = _analyze_group(project, states, rules, explicit)
+        f, u = _analyze_group(project, states, rules, explicit, jobs)
         findings.extend(f)
         unjudged.extend(u)
         touched.update(project.touched)
@@ -360,9 +362,11 @@ def _relative_target_exists(base: str, parts: list[str], level: int, target: str
     return os.path.isfile(full + ".py") or os.path.isdir(full)
 
 
-def _analyze_group(project: Project, states: list, rules, explicit) -> tuple[list[Finding], list[NotJudged]]:
+def _analyze_group(project: Project, states: list, rules, explicit,
+                   jobs: int = 1) -> tuple[list[Finding], list[NotJudged]]:
     """Run every rule on every checked file of one project group, with one shared resolver.  A
-    rule's ``check`` yields findings and :class:`NotJudged` records (reads it could not judge)."""
+    rule's ``check`` yields findings and :class:`NotJudged` records (reads it could not judge).
+    The files the prefilter accepts are summarized first, over up to ``jobs`` processes."""
     from .facts import merged_settings
     from .plugin import FileContext
     from .resolve import Resolver, Unresolved
@@ -371,10 +375,7 @@ def _analyze_group(project: Project, states: list, rules, explicit) -> tuple[lis
     unjudged: list[NotJudged] = []
     reported: set[str] = set()  # files with an invalid-syntax / io-error finding
     checked = []
-    for st in states:
-        hit = project.prefilter_hit(st)
-        if not hit and st.path not in explicit:
-            continue
+    for st in project.scan(states, explicit, jobs):  # in worker processes when many files changed
         summary = project.load(st)
         if st.error or st.syntax_error:
             findings.append(_broken_file(st))

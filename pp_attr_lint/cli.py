@@ -32,6 +32,16 @@ def _csv(v: str) -> list[str]:
     return items
 
 
+def _jobs(v: str) -> int:
+    try:
+        n = int(v)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a number of processes >= 1, got {v!r}")
+    return n
+
+
 def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     p = _Parser(prog="pp-attr-lint", description="Find and fix attribute reads that crash vLLM-style models "
                 "on pipeline-parallel ranks > 0.")
@@ -65,6 +75,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
                    help="report reads that could not be judged as findings (exit 1), as `unresolved = \"error\"`")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     c.add_argument("--cache-dir", type=Path)
+    c.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                   help="processes that parse and summarize files (default: the CPUs available, at most 8)")
     c.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
 
     r = sub.add_parser("rule", help="print a rule's documentation")
@@ -82,6 +94,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     a.add_argument("--exit-zero", action="store_true")
     a.add_argument("--show-unresolved", action="store_true", help="as for check")
     a.add_argument("--strict", action="store_true", help="as for check")
+    a.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="as for check")
 
     v = sub.add_parser("validate", help="start the real vLLM engine with pipeline parallelism on a model")
     if with_validate:  # its arguments are added only when needed: importing it costs start-up time
@@ -189,6 +202,7 @@ def run_check(args) -> int:
     from .checker import check, display_path
     from .config import ConfigError, per_file_ignore, select_rules
     from .model import Finding
+    from .parallel import default_jobs
     from .project import Cache, default_cache_dir, discover, environment_paths
 
     try:
@@ -228,7 +242,7 @@ def run_check(args) -> int:
     except OSError as e:
         return _fail(f"--python / `python`: {e}")
     result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
-                   ignore_for=per_file_ignore(cfg), env_paths=env_paths)
+                   ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=args.jobs or default_jobs())
     for note in result.notes:
         print(f"pp-attr-lint: {note}", file=sys.stderr)
     if args.strict or cfg.unresolved == "error":

@@ -326,6 +326,7 @@ class _Summarizer:
         return {
             "line": node.lineno,
             "col": self.lines.col(node.lineno, node.col_offset),
+            "end_line": node.end_lineno,
             "bases": bases,
             "keywords": [kw.arg for kw in node.keywords],
             "decorators": [dotted_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list],

@@ -32,7 +32,7 @@ from pathlib import Path
 from . import __version__
 from .plugin import IndexSpec
 
-SUMMARY_VERSION = 15  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 16  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",
@@ -203,6 +203,37 @@ def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
     return hit
 
 
+def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
+    """Decode and summarize one file's bytes (what :meth:`Project.load` does on a cache miss; a
+    pure function of its arguments, so that worker processes can run it).
+
+    Args:
+        data: the file's bytes.
+        spec: what the enabled rules ask of the index.
+        path: the file's path, for messages only.
+
+    Returns:
+        ``("ok", summary)`` (see :func:`pp_attr_lint.index.summarize`), ``("syntax", (message,
+        line, column))`` when it does not parse (columns 0-based) or ``("error", message)`` when
+        it cannot be decoded.  Raises nothing for bad input.
+    """
+    from .index import summarize
+    from .textio import decode_source
+
+    try:
+        text = decode_source(data)
+    except UnicodeDecodeError as e:
+        return ("error", f"cannot decode file: {e.reason} at byte {e.start}")
+    except SyntaxError as e:
+        return ("error", f"cannot decode file: {e.msg}")
+    try:
+        return ("ok", summarize(text, spec, str(path)))
+    except SyntaxError as e:
+        return ("syntax", (e.msg or "invalid syntax", e.lineno or 1, (e.offset or 1) - 1))
+    except (RecursionError, MemoryError):  # nesting too deep for the parser (as CPython's own)
+        return ("syntax", ("too many nested parentheses or operators to parse", 1, 0))
+
+
 def unchanged(touched: dict) -> bool:
     """Whether every file in ``touched`` still has its ``(mtime_ns, size)`` and every path
     recorded as missing (``None``) is still missing."""
@@ -333,17 +364,6 @@ class Project:
             return None
         return data
 
-    def _decode(self, st: FileState, data: bytes) -> str | None:
-        from .textio import decode_source
-
-        try:
-            return decode_source(data)
-        except UnicodeDecodeError as e:
-            st.error = f"cannot decode file: {e.reason} at byte {e.start}"
-        except SyntaxError as e:
-            st.error = f"cannot decode file: {e.msg}"
-        return None
-
     def _indexed(self, st: FileState) -> tuple | None:
         """The stat-index entry ``(mtime_ns, size, digest, hit)`` of ``st`` when the file is
         unchanged since it was recorded; the file's stat key goes into ``touched`` either way."""
@@ -354,10 +374,9 @@ class Project:
             return entry
         return None
 
-    def _record(self, st: FileState, data: bytes) -> None:
-        """Hash and prefilter ``data`` (the file's bytes) and remember both in the stat index."""
-        st.digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        st.hit = self.prefilter(data)
+    def _record(self, st: FileState, digest: str, hit: int) -> None:
+        """Remember ``st``'s content hash and prefilter mask, in the state and the stat index."""
+        st.digest, st.hit = digest, hit
         key = self._stat_key(st)
         self.touched[st.path] = key
         if key is not None:
@@ -373,7 +392,7 @@ class Project:
         data = self._read(st)
         if data is None:
             return True  # report the read error as a diagnostic
-        self._record(st, data)
+        self._record(st, hashlib.blake2b(data, digest_size=16).hexdigest(), self.prefilter(data))
         if st.hit:
             st._data = data  # type: ignore[attr-defined]
         return bool(st.hit)
@@ -396,23 +415,61 @@ class Project:
             data = self._read(st)
             if data is None:
                 return None
-            self._record(st, data)
-        text = self._decode(st, data)
-        if text is None:
-            return None
-        from .index import summarize
+            self._record(st, hashlib.blake2b(data, digest_size=16).hexdigest(), self.prefilter(data))
+        return self._apply_result(st, summarize_file(data, self.spec, st.path))
 
+    def _apply_result(self, st: FileState, result: tuple) -> dict | None:
+        """Take a :func:`summarize_file` result for ``st``: into the file state and the cache."""
+        kind, value = result
+        if kind == "error":
+            st.error = value
+            return None
+        self.cache.put_summary(st.digest, result)
+        return self._apply_cached(st, result)
+
+    def scan(self, states: list[FileState], explicit=frozenset(), jobs: int = 1) -> list[FileState]:
+        """Prefilter ``states`` and summarize those the prefilter accepts or that are named in
+        ``explicit`` (absolute paths): the checked files, in the order given.  Files whose stat
+        index entry is stale or missing are read, hashed, prefiltered and (when wanted and not in
+        the summary cache) summarized over up to ``jobs`` forked processes (see
+        :func:`pp_attr_lint.parallel.fork_map`); the rest, or everything when the work is not
+        split, as :meth:`prefilter_hit` and :meth:`load` do it.  The result is the same for any
+        ``jobs``."""
+        fresh = [st for st in states if self._indexed(st) is None] if jobs > 1 else []
+        if fresh:
+            from .parallel import fork_map
+
+            sizes = []
+            for st in fresh:
+                key = self.touched.get(st.path)
+                sizes.append(key[1] if key else 0)
+            items = [(st.path, st.path in explicit) for st in fresh]
+            got = fork_map(self._scan_one, items, jobs, sizes)
+            for st, r in zip(fresh if got is not None else (), got or ()):
+                digest, hit, result = r
+                if digest is None:  # the file could not be read
+                    st.error = result[1]
+                    continue
+                self._record(st, digest, hit)
+                if result is not None:
+                    self._apply_result(st, result)
+        return [st for st in states if self.prefilter_hit(st) or st.path in explicit]
+
+    def _scan_one(self, item: tuple[str, bool]) -> tuple:
+        """A worker's share of :meth:`scan` for one file: ``(digest, prefilter mask, summarize_file
+        result or None)``; ``(None, 0, ("error", message))`` when it cannot be read.  The result is
+        ``None`` when the file is not wanted or its summary is in the cache already."""
+        path, named = item
         try:
-            summary = summarize(text, self.spec, str(st.path))
-            self.cache.put_summary(st.digest, ("ok", summary))
-            st.summary = summary
-        except SyntaxError as e:
-            st.syntax_error = (e.msg or "invalid syntax", e.lineno or 1, (e.offset or 1) - 1)
-            self.cache.put_summary(st.digest, ("syntax", st.syntax_error))
-        except (RecursionError, MemoryError):  # nesting too deep for the parser (as CPython's own)
-            st.syntax_error = ("too many nested parentheses or operators to parse", 1, 0)
-            self.cache.put_summary(st.digest, ("syntax", st.syntax_error))
-        return st.summary
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            return (None, 0, ("error", f"cannot read file: {e.strerror or e}"))
+        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
+        hit = self.prefilter(data)
+        if not (hit or named) or self.cache.summary(digest) is not None:
+            return (digest, hit, None)
+        return (digest, hit, summarize_file(data, self.spec, path))
 
     def _apply_cached(self, st: FileState, cached) -> dict | None:
         kind, value = cached

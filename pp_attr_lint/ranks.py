@@ -473,6 +473,34 @@ def _loop_var(target: ast.AST, enumerated: bool) -> str | None:
     return target.id if isinstance(target, ast.Name) else None
 
 
+def _placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
+    """The attributes this module assigns a value whose text names ``PPMissingLayer``
+    (``x.attr = PPMissingLayer()``, ``self.norm = RMSNorm(...) if last else PPMissingLayer()``).
+    Only the statements whose lines hold that name are visited (an assignment is always a
+    statement), not every node of the module."""
+    from bisect import bisect_left
+
+    marked = [i for i, text in enumerate(lines.lines, 1) if F.PLACEHOLDER_CLASS in text]
+    if not marked:
+        return frozenset()
+    out = set()
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        k = bisect_left(marked, node.lineno)
+        if k == len(marked) or marked[k] > node.end_lineno:
+            continue  # no line of this statement names the placeholder
+        if isinstance(node, ast.Assign):
+            if F.PLACEHOLDER_CLASS in "".join(lines.lines[node.value.lineno - 1:node.value.end_lineno]):
+                out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(node, field, ()))
+        for case in getattr(node, "cases", ()):  # match statements (a match_case has no lines)
+            todo.extend(case.body)
+    return frozenset(out)
+
+
 def collect(tree: ast.Module, lines) -> dict | None:
     """The placeholder facts of one module (see the module docstring).  ``uses`` holds
     ``(kind, class, function line, chain, attr, (row, col, end_row, end_col), guard, guarded,
@@ -482,16 +510,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
     (``for v in chain: v.attr``; extra = the loop variable); ``guarded`` is true under an
     ``isinstance``/``hasattr`` test of the receiver or a handler of ``AttributeError``."""
     out: dict[str, Any] = {"assigns": [], "lists": [], "uses": []}
-    text = "".join(lines.lines)
-    local = set()  # attributes this module assigns a placeholder to
-    if F.PLACEHOLDER_CLASS in text:
-        for sub in ast.walk(tree):
-            if isinstance(sub, ast.Assign) and F.PLACEHOLDER_CLASS in "".join(
-                    lines.lines[sub.value.lineno - 1:sub.value.end_lineno]):
-                for t in sub.targets:
-                    if isinstance(t, ast.Attribute):
-                        local.add(t.attr)
-    names = PLACEHOLDER_NAMES | frozenset(local)
+    names = PLACEHOLDER_NAMES | _placeholder_targets(tree, lines)
     # a function is walked only when its text can hold what this module records: a placeholder
     # assignment (and its real twin beside it), a make_layers list, a read through a name that may
     # hold a placeholder, an alias into lm_head, a tied weight, a fixed slot or a loop of a list

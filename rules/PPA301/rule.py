@@ -18,6 +18,10 @@ _CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)[ \t]*(?:\(\s*([\w.]+))?", 
 _EXPLICIT_INIT = re.compile(rb"super\(\s*([\w.]+)\s*,\s*self\s*\)\.__init__\(|(?<![\w.)\]])([\w.]+)\.__init__\(\s*self\s*[,)]")
 
 
+# characters str.splitlines() breaks at and Python's tokenizer does not
+_OTHER_LINE_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
+
+
 def _enclosing_class(data: bytes, pos: int, indent: int):
     """The match of :data:`_CLASS_LINE` for the nearest ``class`` line above byte ``pos`` that is
     indented less than ``indent``, or ``None``."""
@@ -157,7 +161,8 @@ class SkippedInitAttribute(Rule):
 
     def _self_reads(self, ctx, key) -> dict:
         """``{method: {attr: first line}}`` of ``self.attr`` loads in class ``key``'s methods
-        (its module parsed once per run, only for classes whose subclasses skip an ``__init__``)."""
+        (parsed once per run, only for classes whose subclasses skip an ``__init__``: the class's own
+        lines when it is a top-level class, else its whole module)."""
         memo = ctx.shared.setdefault(("PPA301", "reads"), {})
         if key in memo:
             return memo[key]
@@ -165,10 +170,28 @@ class SkippedInitAttribute(Rule):
         import ast
 
         path = ctx.resolver.src.path(key[0])
+        rec = ctx.resolver.class_record(key)
         try:
-            tree = ast.parse(read_source(path).text)
-        except (OSError, SyntaxError, UnicodeDecodeError, ValueError, TypeError):
+            text = read_source(path).text
+        except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
             return {}
+        tree = None
+        if rec.get("col") == 0 and rec.get("end_line") and not any(c in text for c in _OTHER_LINE_BREAKS):
+            # a top-level class: only its own lines are parsed, not the whole module (blank lines
+            # before it keep the line numbers); the whole module when that does not give the class
+            lines = text.splitlines(keepends=True)
+            try:
+                tree = ast.parse("\n" * (rec["line"] - 1) + "".join(lines[rec["line"] - 1:rec["end_line"]]))
+            except (SyntaxError, ValueError):
+                tree = None
+            if tree is None or len(tree.body) != 1 or getattr(tree.body[0], "name", None) != key[1] \
+                    or tree.body[0].lineno != rec["line"]:
+                tree = None
+        if tree is None:
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, TypeError):
+                return {}
         parts = key[1].split(".")
         body = tree.body
         node = None

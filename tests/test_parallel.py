@@ -1,0 +1,82 @@
+"""Per-file work in forked workers (``--jobs``): the same report as one process, broken files
+still reported, and the helper's own contract."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from helpers import FIXTURES, REPO, run_cli
+from pp_attr_lint import parallel
+
+pytestmark = pytest.mark.skipif(not parallel.can_fork(), reason="workers are forked on Linux only")
+
+
+def _tree(tmp_path):
+    """The fixtures and the rule cases side by side: 109 files, 47 of them prefilter hits."""
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES, root / "fixtures", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(REPO / "rules", root / "rules", ignore=shutil.ignore_patterns("__pycache__"))
+    return root
+
+
+def test_jobs_give_the_same_report_as_one_process(tmp_path):
+    root = _tree(tmp_path)
+    # a broken file and an undecodable one among the hits: reported the same way by the workers
+    models = root / "fixtures" / "seed" / "minivllm" / "model_executor" / "models"
+    (models / "broken.py").write_text("x = self.model.start_layer\ndef broken(:\n", encoding="utf-8")
+    (models / "latin.py").write_bytes(b"x = self.model.start_layer\ny = '\xe9'\n")
+    runs = {}
+    for jobs in ("1", "2", "4"):
+        r = run_cli("check", ".", "--no-cache", "--output-format", "json", "--show-unresolved", "--jobs", jobs,
+                    cwd=root)
+        assert r.rc == 1, r.stderr
+        runs[jobs] = r.stdout
+    assert runs["1"] == runs["2"] == runs["4"]
+    names = [d["name"] for d in run_cli("check", ".", "--no-cache", "--output-format", "json", "-j", "2",
+                                        cwd=root).json()]
+    assert names.count("invalid-syntax") >= 1 and names.count("io-error") == 1
+
+
+def test_cache_written_by_workers_is_read_back(tmp_path):
+    root = _tree(tmp_path)
+    cache = tmp_path / "cache"
+    cold = run_cli("check", ".", "--cache-dir", cache, "--output-format", "json", "-j", "2", cwd=root)
+    summaries = [p for p in cache.rglob("*") if p.is_file() and p.parent.parent.name == "s"]
+    assert len(summaries) >= 47  # every prefilter hit summarized by a worker, stored by the parent
+    os.utime(root / "rules" / "PPA101" / "README.md")  # not a checked file: the memo still holds
+    (root / "fixtures" / "seed" / "minivllm" / "__init__.py").touch()  # the memo is stale: re-run
+    warm = run_cli("check", ".", "--cache-dir", cache, "--output-format", "json", "-j", "2", cwd=root)
+    assert (cold.rc, cold.stdout) == (warm.rc, warm.stdout)
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_bad_jobs_is_a_usage_error(tmp_path, value):
+    r = run_cli("check", ".", "--jobs", value, cwd=tmp_path)
+    assert r.rc == 2 and "--jobs" in r.stderr and "expected a number of processes >= 1" in r.stderr
+
+
+def _square(x):
+    return x * x
+
+
+def _fail(x):
+    raise ValueError(f"bad item {x}")
+
+
+def test_fork_map_keeps_the_order_and_declines_small_work():
+    items = list(range(40))
+    assert parallel.fork_map(_square, items, 2, weights=[40 - i for i in items]) == [i * i for i in items]
+    assert parallel.fork_map(_square, items, 1) is None  # one job: the caller does the work
+    assert parallel.fork_map(_square, items[:3], 4) is None  # too few items to be worth a worker
+
+
+def test_fork_map_passes_on_an_error_of_the_function():
+    with pytest.raises(ValueError, match="bad item"):
+        parallel.fork_map(_fail, list(range(20)), 2)
+
+
+def test_default_jobs_is_within_bounds():
+    assert 1 <= parallel.default_jobs() <= parallel.MAX_JOBS
