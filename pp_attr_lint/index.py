@@ -16,8 +16,12 @@ with :mod:`marshal`.  It holds everything the resolver needs from a file and not
 
 Values of assignments are *value descriptors*, small tuples:
 
-* ``("call", dotted, kwargs)`` -- ``dotted(...)``; ``kwargs`` maps keyword -> list of string
-  literals when the keyword's value is a list/tuple of string literals (``architectures=["A"]``).
+* ``("call", dotted, kwargs[, consts])`` -- ``dotted(...)``; ``kwargs`` maps keyword -> list of string
+  literals when the keyword's value is a list/tuple of string literals (``architectures=["A"]``);
+  ``consts`` (present when the call passes a ``True``/``False``/``None`` keyword or any positional
+  argument) maps keyword -> that constant and ``"*"`` -> the number of positional arguments, or is
+  ``None`` when the call has ``*args`` or ``**kwargs`` (the flags of a construction:
+  ``enable_pp=False``).
 * ``("ref", (name, attr, attr, ...))`` -- a name followed by attribute reads (``self.a.b``).
 * ``("ann", dotted)`` -- an annotation naming a class (``"?dotted"`` when it admits ``None``:
   ``Optional[X]``, ``X | None``, or a parameter whose default is ``None``).
@@ -87,11 +91,20 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
         if callee is None:
             return [UNKNOWN]
         kwargs = {}
+        consts = {}
         for kw in node.keywords:
             if kw.arg is not None:
                 lits = _str_list(kw.value)
                 if lits is not None:
                     kwargs[kw.arg] = lits
+                elif isinstance(kw.value, ast.Constant) and (kw.value.value is None or isinstance(kw.value.value, bool)):
+                    consts[kw.arg] = kw.value.value
+        if any(kw.arg is None for kw in node.keywords) or any(isinstance(a, ast.Starred) for a in node.args):
+            return [("call", callee, kwargs, None)]  # `**kw` / `*args`: any flag may be passed
+        if node.args:
+            consts["*"] = len(node.args)
+        if consts:
+            return [("call", callee, kwargs, consts)]
         return [("call", callee, kwargs)]
     chain = ref_chain(node)
     if chain is not None:

@@ -32,7 +32,7 @@ from pathlib import Path
 from . import __version__
 from .plugin import IndexSpec
 
-SUMMARY_VERSION = 16  # bump when the summary format of pp_attr_lint.index changes
+SUMMARY_VERSION = 17  # bump when the summary format of pp_attr_lint.index changes
 
 DEFAULT_EXCLUDE = (
     ".bzr", ".direnv", ".eggs", ".git", ".git-rewrite", ".hg", ".ipynb_checkpoints", ".mypy_cache",

@@ -16,7 +16,7 @@ character columns):
 
 * ``assigns``: ``(class, method, attr, line, callee or None, guard)`` for ``self.attr = value``
   (one per branch of a conditional expression); ``callee`` is the dotted name of a called class;
-* ``lists``: ``(class, attr, line)`` for ``self.a, self.b, self.attr = make_layers(...)``;
+* ``lists``: ``(class, attr, line, guard)`` for ``self.a, self.b, self.attr = make_layers(...)``;
 * ``uses``: one record per read that a placeholder could break, see :func:`collect`.
 """
 
@@ -351,7 +351,7 @@ class _Walker:
                          and isinstance(e.value, ast.Name) and e.value.id == self.self_name]
                 rest = [a for a in attrs if a not in F.RANGE_ATTRIBUTES]
                 if len(attrs) == len(t.elts) == 3 and len(rest) == 1:
-                    self.out["lists"].append((self.cls, rest[0], t.lineno))
+                    self.out["lists"].append((self.cls, rest[0], t.lineno, guard))
             if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self.self_name):
                 continue
             for g, v in _branches(value, guard, self.flags):
@@ -696,9 +696,92 @@ class RankFacts:
             if entry[0] == "<external>":
                 continue
             mf = self.module_facts(entry[0]) or {}
-            if any(c == entry[1] and a == attr for c, a, _ in mf.get("lists", ())):
+            if any(c == entry[1] and a == attr for c, a, *_ in mf.get("lists", ())):
                 return True
         return False
+
+    def _list_builder(self, key, attr: str):
+        """``(class, guard)``: the first class on ``key``'s MRO that assigns ``attr`` from
+        ``make_layers``, and the guard of those assignments; ``None`` when none does."""
+        try:
+            mro = self.r.mro(key)
+        except Exception:
+            return None
+        for entry in mro:
+            if entry[0] == "<external>":
+                continue
+            mf = self.module_facts(entry[0]) or {}
+            guards = [g for c, a, *rest in mf.get("lists", ()) if c == entry[1] and a == attr
+                      for g in (rest[1:2] or [TRUE])]
+            if guards:
+                return entry, f_or(*guards)
+        return None
+
+    def list_guard(self, key, attr: str) -> tuple:
+        """The guard under which ``attr`` of class ``key`` (or of the first base that builds it)
+        is assigned from ``make_layers`` (``TRUE`` when unconditional or not known)."""
+        got = self._list_builder(key, attr)
+        return TRUE if got is None else got[1]
+
+    def list_flag_off(self, key, attr: str) -> bool:
+        """Whether ``attr`` of class ``key`` is a ``make_layers`` list only under ``__init__``
+        flags (``if enable_pp: ... = make_layers(...) else: ... = nn.ModuleList(...)``, vLLM's
+        ``WhisperEncoder``) that every construction of ``key`` found turns off with a constant
+        keyword (``UltravoxWhisperEncoder(..., enable_pp=False)``): then no slot is ever a
+        placeholder.  Constructions are looked for in ``key``'s module and the checked files; with
+        none found, a flag not passed as a keyword constant, or a rank test in the guard: ``False``."""
+        memo = self._memo.setdefault("flag-off", {})
+        if (key, attr) not in memo:
+            memo[(key, attr)] = self._list_flag_off(key, attr)
+        return memo[(key, attr)]
+
+    def _list_flag_off(self, key, attr: str) -> bool:
+        got = self._list_builder(key, attr)
+        if got is None:
+            return False
+        entry, cond = got
+        flags = _atoms(cond, set())
+        init = self.r.class_record(entry)["methods"].get("__init__") or {}
+        if cond == TRUE or rank_atoms(cond) or not flags <= set(init.get("params", ())):
+            return False
+        sites = self._constructions(key)
+        if not sites:
+            return False
+        params = list(init["params"])[1:]  # after `self`, positional ones first
+        for consts in sites:
+            if consts is None or not flags <= set(consts):
+                return False  # `**kwargs`, or the flag left at its default
+            if any(params.index(f) < consts.get("*", 0) for f in flags):
+                return False  # a positional argument may be the flag too
+            if _eval(cond, {f: bool(consts[f]) for f in flags}):
+                return False
+        return True
+
+    def _constructions(self, key) -> list:
+        """The constant keywords (``{keyword: value, "*": positional arguments}``; ``None`` when a
+        call passes ``*args`` or ``**kwargs``) of every call of class ``key`` that a summary of ``key``'s
+        module or of a checked file records (assignments and locals of functions and methods)."""
+        modules = dict.fromkeys([key[0], *(st.module for st in self.ctx.checked)])
+        out = []
+        for mod in modules:
+            summary = self.ctx.project.summary(mod)
+            if not summary:
+                continue
+            scopes = [*summary["functions"].values(),
+                      *(m for c in summary["classes"].values() for m in c["methods"].values())]
+            for scope in scopes:
+                descs = [d for lst in scope["assigns"].values() for _, ds in lst for d in ds]
+                descs += [d for ds in scope["locals"].values() for d in ds]
+                for d in descs:
+                    if d[0] != "call" or d[1].rsplit(".", 1)[-1] != key[1].rsplit(".", 1)[-1]:
+                        continue
+                    try:
+                        sym = self.r.resolve_dotted(mod, d[1])
+                    except Exception:
+                        sym = None
+                    if sym is not None and sym[0] == "class" and (sym[1], sym[2]) == tuple(key):
+                        out.append(d[3] if len(d) > 3 else {})
+        return out
 
     def receiver_classes(self, chain: tuple, cls: str | None, fline: int):
         """Classes ``chain`` may be in the function at ``fline`` of class ``cls`` of this file."""
@@ -725,7 +808,7 @@ class RankFacts:
         owners = self.receiver_classes(chain[:-1], cls, fline)
         lst = chain[-1]
         if owners:
-            if all(self.is_layer_list(k, lst) for k in owners):
+            if all(self.is_layer_list(k, lst) and not self.list_flag_off(k, lst) for k in owners):
                 names = " | ".join(k[1] for k in sorted(owners))
                 return sorted(owners), f"`{'.'.join(chain[:-1])}` is a `{names}`, whose `{lst}` comes from `make_layers`"
             return [], ""

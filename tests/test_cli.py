@@ -317,7 +317,6 @@ EXPECTED_032 = [
     "vllm/model_executor/models/falcon_h1.py:604:57 PPA101",
     "vllm/model_executor/models/gemma4.py:1243:17 PPA102",
     "vllm/model_executor/models/mistral_large_3_eagle.py:52:1 PPA301",
-    "vllm/model_executor/models/ultravox.py:598:13 PPA102",
     "vllm/models/glm5next/common/model.py:1047:1 PPA201",
 ]
 

@@ -40,7 +40,7 @@ FAMILY = {
         (M + "ernie45_moe.py", 546, "PPA101"), (M + "ernie45_vl_moe.py", 615, "PPA101"),
         (M + "falcon_h1.py", 604, "PPA101"), (M + "gemma4.py", 1243, "PPA102"),
         (M + "mistral_large_3_eagle.py", 52, "PPA301"),
-        ("vllm/models/glm5next/common/model.py", 1047, "PPA201"), (M + "ultravox.py", 598, "PPA102"),
+        ("vllm/models/glm5next/common/model.py", 1047, "PPA201"),
     },
 }
 
