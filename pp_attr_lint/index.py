@@ -38,6 +38,7 @@ they are converted here so that they match libcst and ruff's JSON).
 from __future__ import annotations
 
 import ast
+import re
 from collections import deque
 from typing import Any
 
@@ -569,21 +570,67 @@ class _Summarizer:
 _LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 
 
+# ASDL field types that never hold a node the walk visits: plain values, and the leaves above
+_SCALAR_FIELDS = frozenset({"identifier", "string", "constant", "int", "expr_context", "boolop", "operator",
+                            "unaryop", "cmpop"})
+_CHILD_FIELDS: dict[type, tuple | None] = {}
+
+
+def _child_fields(cls: type) -> tuple | None:
+    """``((field, is_list), ...)``: the fields of node class ``cls`` that can hold nodes
+    :func:`_walk` visits, in ``_fields`` order, read from the ASDL signature that CPython puts in
+    each node class's docstring (``"Attribute(expr value, identifier attr, expr_context ctx)"``);
+    ``None`` when the docstring does not give it (then every field is looked at)."""
+    if not cls._fields:
+        return ()
+    m = re.match(rf"\s*{cls.__name__}\((.*)\)\s*$", cls.__doc__ or "", re.S)
+    if m is None:
+        return None
+    sig = [part.strip() for part in m.group(1).split(",")]
+    if len(sig) != len(cls._fields):
+        return None
+    out = []
+    for part, field in zip(sig, cls._fields):
+        typ, _, name = part.rpartition(" ")
+        if name != field:
+            return None
+        if typ.rstrip("*?") not in _SCALAR_FIELDS:
+            out.append((field, typ.endswith("*")))
+    return tuple(out)
+
+
 def _walk(node: ast.AST):
     """:func:`ast.walk` in the same order (breadth first), without the context and operator
-    nodes: the summarizer's hot loop (about half the nodes of a function are those)."""
+    nodes: the summarizer's hot loop (about half the nodes of a function are those).  Only the
+    fields that can hold nodes are read (see :func:`_child_fields`)."""
     todo = deque((node,))
-    pop, push, AST = todo.popleft, todo.append, ast.AST
+    pop, push, extend, AST = todo.popleft, todo.append, todo.extend, ast.AST
+    table = _CHILD_FIELDS
     while todo:
         node = pop()
-        for name in node._fields:
-            v = getattr(node, name, None)
-            if v.__class__ is list:
-                for x in v:
-                    if isinstance(x, AST) and not isinstance(x, _LEAVES):
-                        push(x)
-            elif isinstance(v, AST) and not isinstance(v, _LEAVES):
-                push(v)
+        if node is None:
+            continue  # a hole in a list field (`Dict.keys` for `**d`, `kw_defaults`)
+        cls = node.__class__
+        try:
+            fields = table[cls]
+        except KeyError:
+            fields = table[cls] = _child_fields(cls)
+        if fields is None:
+            for name in node._fields:
+                v = getattr(node, name, None)
+                if v.__class__ is list:
+                    for x in v:
+                        if isinstance(x, AST) and not isinstance(x, _LEAVES):
+                            push(x)
+                elif isinstance(v, AST) and not isinstance(v, _LEAVES):
+                    push(v)
+        else:
+            for name, many in fields:
+                v = getattr(node, name, None)
+                if many:
+                    extend(v)
+                elif v is not None:
+                    push(v)
         yield node
 
 
