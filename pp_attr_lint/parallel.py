@@ -41,6 +41,21 @@ def can_fork() -> bool:
     return sys.platform.startswith("linux")
 
 
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: end this worker when the parent process ends (killed by a CI timeout,
+    say) instead of waiting on its task queue forever (``prctl(PR_SET_PDEATHSIG, SIGKILL)``,
+    Linux; the workers are forked from the parent's main thread, which lives as long as it)."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL))  # 1: PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:  # the parent ended before the request was made
+        os._exit(1)
+
+
 def _run_chunk(chunk: list[int]) -> bytes:
     func, items = _WORK  # type: ignore[misc]
     return marshal.dumps([func(items[i]) for i in chunk])
@@ -92,8 +107,8 @@ def fork_map(func: Callable, items: list, jobs: int, weights: list[int] | None =
     out: list = [None] * len(items)
     _WORK = (func, items)
     try:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)),
-                                 mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_die_with_parent, initargs=(os.getpid(),)) as pool:
             for chunk, got in zip(chunks, pool.map(_run_chunk, chunks)):
                 for i, r in zip(chunk, marshal.loads(got)):
                     out[i] = r

