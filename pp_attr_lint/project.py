@@ -418,13 +418,15 @@ class Project:
             self._record(st, hashlib.blake2b(data, digest_size=16).hexdigest(), self.prefilter(data))
         return self._apply_result(st, summarize_file(data, self.spec, st.path))
 
-    def _apply_result(self, st: FileState, result: tuple) -> dict | None:
-        """Take a :func:`summarize_file` result for ``st``: into the file state and the cache."""
+    def _apply_result(self, st: FileState, result: tuple, stored: bool = False) -> dict | None:
+        """Take a :func:`summarize_file` result for ``st``: into the file state and (unless a
+        worker has ``stored`` it already) the cache."""
         kind, value = result
         if kind == "error":
             st.error = value
             return None
-        self.cache.put_summary(st.digest, result)
+        if not stored:
+            self.cache.put_summary(st.digest, result)
         return self._apply_cached(st, result)
 
     def scan(self, states: list[FileState], explicit=frozenset(), jobs: int = 1) -> list[FileState]:
@@ -435,7 +437,14 @@ class Project:
         :func:`pp_attr_lint.parallel.fork_map`); the rest, or everything when the work is not
         split, as :meth:`prefilter_hit` and :meth:`load` do it.  The result is the same for any
         ``jobs``."""
-        fresh = [st for st in states if self._indexed(st) is None] if jobs > 1 else []
+        fresh = []
+        if jobs > 1:
+            for st in states:
+                entry = self._indexed(st)
+                if entry is None:
+                    fresh.append(st)
+                else:
+                    st.digest, st.hit = entry[2], entry[3]
         if fresh:
             from .parallel import fork_map
 
@@ -452,13 +461,14 @@ class Project:
                     continue
                 self._record(st, digest, hit)
                 if result is not None:
-                    self._apply_result(st, result)
-        return [st for st in states if self.prefilter_hit(st) or st.path in explicit]
+                    self._apply_result(st, result, stored=True)
+        return [st for st in states if (self.prefilter_hit(st) if st.hit is None else st.hit) or st.path in explicit]
 
     def _scan_one(self, item: tuple[str, bool]) -> tuple:
         """A worker's share of :meth:`scan` for one file: ``(digest, prefilter mask, summarize_file
         result or None)``; ``(None, 0, ("error", message))`` when it cannot be read.  The result is
-        ``None`` when the file is not wanted or its summary is in the cache already."""
+        ``None`` when the file is not wanted or its summary is in the cache already; a new summary
+        is written to the cache here."""
         path, named = item
         try:
             with open(path, "rb") as f:
@@ -469,7 +479,10 @@ class Project:
         hit = self.prefilter(data)
         if not (hit or named) or self.cache.summary(digest) is not None:
             return (digest, hit, None)
-        return (digest, hit, summarize_file(data, self.spec, path))
+        result = summarize_file(data, self.spec, path)
+        if result[0] != "error":
+            self.cache.put_summary(digest, result)  # written here, in parallel, not by the parent
+        return (digest, hit, result)
 
     def _apply_cached(self, st: FileState, cached) -> dict | None:
         kind, value = cached
