@@ -76,7 +76,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     c.add_argument("--cache-dir", type=Path)
     c.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
-                   help="processes that parse and summarize files (default: the CPUs available, at most 8)")
+                   help="processes that read, parse and summarize files (default: the CPUs available, at most 8; "
+                   "never more than the CPUs available)")
     c.add_argument("-q", "--quiet", action="store_true", help="print findings only, no summary")
 
     r = sub.add_parser("rule", help="print a rule's documentation")
@@ -227,7 +228,7 @@ def run_check(args) -> int:
     from .checker import check, display_path
     from .config import ConfigError, per_file_ignore, select_rules
     from .model import Finding
-    from .parallel import default_jobs
+    from .parallel import jobs_for
     from .project import Cache, default_cache_dir, discover, environment_paths
 
     try:
@@ -267,7 +268,7 @@ def run_check(args) -> int:
     except OSError as e:
         return _fail(f"--python / `python`: {e}")
     result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
-                   ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=args.jobs or default_jobs())
+                   ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs))
     for note in result.notes:
         print(f"pp-attr-lint: {note}", file=sys.stderr)
     if args.strict or cfg.unresolved == "error":
@@ -367,7 +368,7 @@ def _report(args, findings, result, fixed, rules, out) -> None:
     else:
         color = None if out is sys.stdout else False
         report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,
-                          not_judged=unjudged, show_unresolved=args.show_unresolved)
+                          not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.codemod import CodemodContext, TransformFailure, TransformSuccess, VisitorBasedCodemodCommand, transform_module
+from libcst.codemod import (CodemodContext, TransformExit, TransformFailure, TransformSuccess, VisitorBasedCodemodCommand,
+                            transform_module)
 from libcst.metadata import PositionProvider
 
 from .model import Edit, Finding
@@ -148,9 +149,13 @@ def fix_file(path: str, findings: list[Finding], allowed: tuple[str, ...] = ("sa
     if targets:
         cmd = InsertSubmodulePath(CodemodContext(filename=path), targets)
         result = transform_module(cmd, src.text)
+        if isinstance(result, TransformExit):
+            raise KeyboardInterrupt  # libcst's runner turns a Ctrl-C inside the transform into TransformExit
         if isinstance(result, TransformFailure):
             return FileFix(path, src.text, src.text, [], error=f"libcst could not transform the file: {result.error}", source=src)
-        assert isinstance(result, TransformSuccess)
+        if not isinstance(result, TransformSuccess):  # TransformSkip: the codemod declined the file
+            return FileFix(path, src.text, src.text, [], source=src,
+                           error=f"libcst skipped the file ({getattr(result, 'skip_description', '')}); file left unchanged")
         made = result.code
         expected = apply_edits(src.text, [e for f in by_key.values() for e in f.fix.edits])  # type: ignore[union-attr]
         if made != expected and made + expected[len(expected.rstrip("\r\n")):] != expected:

@@ -252,11 +252,12 @@ def statistics(findings: list[Finding]) -> str:
 
 def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *, show_fixes: bool = False,
                fixed: list[Finding] = (), color: bool | None = None, not_judged: list[NotJudged] = (),
-               show_unresolved: bool = False) -> None:
+               show_unresolved: bool = False, quiet: bool = False) -> None:
     """Ruff-style text: a header line per finding, the source line with the read underlined, the
     resolution chain (``= why:``) and the fix (``= help:``), then a summary line; with
     ``show_unresolved`` the reads not judged, one per line; when any read was not judged, one
-    last line that counts them by reason (:func:`pp_attr_lint.unjudged.summary_line`)."""
+    last line that counts them by reason (:func:`pp_attr_lint.unjudged.summary_line`).  ``quiet``
+    (``-q``) leaves out the summary lines (found, fixable, not judged)."""
     from rich.console import Console
     from rich.markup import escape
 
@@ -289,13 +290,14 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
         for line in not_judged_lines(not_judged).splitlines():
             console.print(escape(line))
         console.print("")
-    console.print(escape(found_line(remaining, n_fixed)))
+    if not quiet:
+        console.print(escape(found_line(remaining, n_fixed)))
     fixable = sum(1 for f in findings if f.fix is not None)
-    if fixable:
+    if fixable and not quiet:
         console.print(f"[cyan]\\[*][/] {fixable} fixable with the `--fix` option.")
     if show_fixes and fixed:
         console.print("\nFixed:")
         for f in fixed:
             console.print(f"  {escape(display_path(f.path))}:{f.row}:{f.column}: {escape(_label(f))} {escape(f.fix.message if f.fix else '')}")
-    if not_judged:
+    if not_judged and not quiet:
         console.print(escape(summary_line(not_judged, shown=show_unresolved)))

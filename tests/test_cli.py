@@ -103,6 +103,15 @@ def test_check_is_the_default_command(seed):
     assert r.returncode == 1 and codes(r) == [SEED_HIT]
 
 
+def test_quiet_text_prints_the_findings_only(seed):
+    full = cli(".", "--no-cache", cwd=seed, env={"NO_COLOR": "1"})
+    quiet = cli(".", "--no-cache", "-q", cwd=seed, env={"NO_COLOR": "1"})
+    assert full.returncode == quiet.returncode == 1
+    assert "Found 1 error." in full.stdout and "fixable with the `--fix` option" in full.stdout
+    assert "Found" not in quiet.stdout and "fixable with" not in quiet.stdout
+    assert quiet.stdout.strip() and full.stdout.startswith(quiet.stdout.rstrip("\n"))
+
+
 # -- noqa --------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("comment,suppressed", [

@@ -188,3 +188,20 @@ def test_fix_and_diff_skip_noqa(tmp_path: Path):
     r = run_cli("check", ".", "--fix", "--no-cache", cwd=tmp_path)
     assert r.rc == 0, r.stdout + r.stderr
     assert path.read_bytes() == data.replace(BUGGY[1], FIXED[1])
+
+
+def test_ctrl_c_inside_the_libcst_transform_is_an_interruption(seed, monkeypatch, capsys):
+    """libcst's runner turns a KeyboardInterrupt in a transform into ``TransformExit``: ``--fix``
+    then says "interrupted" (exit 2) and writes nothing, instead of failing an assertion."""
+    from libcst.codemod import TransformExit
+
+    from pp_attr_lint import fixes
+    from pp_attr_lint.cli import main
+
+    before = snapshot(seed)
+    monkeypatch.setattr(fixes, "transform_module", lambda *a, **k: TransformExit())
+    monkeypatch.chdir(seed)
+    assert main(["check", ".", "--no-cache", "--fix", "--jobs", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "pp-attr-lint: interrupted" in err and "internal error" not in err
+    assert snapshot(seed) == before

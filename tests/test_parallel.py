@@ -121,3 +121,10 @@ def test_workers_end_with_a_killed_parent(tmp_path):
     for pid in left:  # do not leave them behind when the test fails
         os.kill(pid, signal.SIGKILL)
     assert left == []
+
+
+def test_jobs_are_capped_at_the_cpus_available():
+    cpus = parallel.available_cpus()
+    assert parallel.jobs_for(None) == min(parallel.MAX_JOBS, cpus)
+    assert parallel.jobs_for(1) == 1
+    assert parallel.jobs_for(100000) == cpus  # -j 100000 used to start that many workers
