@@ -234,6 +234,15 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
         return ("syntax", ("too many nested parentheses or operators to parse", 1, 0))
 
 
+def _read_bytes(path: str) -> bytes | str:
+    """The file's bytes, or the message of the error that reading it raised."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError as e:
+        return f"cannot read file: {e.strerror or e}"
+
+
 def unchanged(touched: dict) -> bool:
     """Whether every file in ``touched`` still has its ``(mtime_ns, size)`` and every path
     recorded as missing (``None``) is still missing."""
@@ -356,13 +365,15 @@ class Project:
         return (s.st_mtime_ns, s.st_size)
 
     def _read(self, st: FileState) -> bytes | None:
-        try:
-            with open(st.path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            st.error = f"cannot read file: {e.strerror or e}"
+        got = _read_bytes(st.path)
+        if isinstance(got, str):
+            st.error = got
             return None
-        return data
+        return got
+
+    def _examine(self, data: bytes) -> tuple[str, int]:
+        """A file's content hash and prefilter mask."""
+        return hashlib.blake2b(data, digest_size=16).hexdigest(), self.prefilter(data)
 
     def _indexed(self, st: FileState) -> tuple | None:
         """The stat-index entry ``(mtime_ns, size, digest, hit)`` of ``st`` when the file is
@@ -392,7 +403,7 @@ class Project:
         data = self._read(st)
         if data is None:
             return True  # report the read error as a diagnostic
-        self._record(st, hashlib.blake2b(data, digest_size=16).hexdigest(), self.prefilter(data))
+        self._record(st, *self._examine(data))
         if st.hit:
             st._data = data  # type: ignore[attr-defined]
         return bool(st.hit)
@@ -415,7 +426,7 @@ class Project:
             data = self._read(st)
             if data is None:
                 return None
-            self._record(st, hashlib.blake2b(data, digest_size=16).hexdigest(), self.prefilter(data))
+            self._record(st, *self._examine(data))
         return self._apply_result(st, summarize_file(data, self.spec, st.path))
 
     def _apply_result(self, st: FileState, result: tuple, stored: bool = False) -> dict | None:
@@ -466,22 +477,21 @@ class Project:
 
     def _scan_one(self, item: tuple[str, bool]) -> tuple:
         """A worker's share of :meth:`scan` for one file: ``(digest, prefilter mask, summarize_file
-        result or None)``; ``(None, 0, ("error", message))`` when it cannot be read.  The result is
-        ``None`` when the file is not wanted or its summary is in the cache already; a new summary
-        is written to the cache here."""
+        result, the cached one, or None)``; ``(None, 0, ("error", message))`` when it cannot be
+        read.  The result is ``None`` when the file is not wanted; a new summary is written to the
+        cache here."""
         path, named = item
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            return (None, 0, ("error", f"cannot read file: {e.strerror or e}"))
-        digest = hashlib.blake2b(data, digest_size=16).hexdigest()
-        hit = self.prefilter(data)
-        if not (hit or named) or self.cache.summary(digest) is not None:
+        data = _read_bytes(path)
+        if isinstance(data, str):
+            return (None, 0, ("error", data))
+        digest, hit = self._examine(data)
+        if not (hit or named):
             return (digest, hit, None)
-        result = summarize_file(data, self.spec, path)
-        if result[0] != "error":
-            self.cache.put_summary(digest, result)  # written here, in parallel, not by the parent
+        result = self.cache.summary(digest)  # read here once, not probed here and read again there
+        if result is None:
+            result = summarize_file(data, self.spec, path)
+            if result[0] != "error":
+                self.cache.put_summary(digest, result)  # written here, in parallel, not by the parent
         return (digest, hit, result)
 
     def _apply_cached(self, st: FileState, cached) -> dict | None:

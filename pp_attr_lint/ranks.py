@@ -688,17 +688,7 @@ class RankFacts:
 
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
-        try:
-            mro = self.r.mro(key)
-        except Exception:
-            return False
-        for entry in mro:
-            if entry[0] == "<external>":
-                continue
-            mf = self.module_facts(entry[0]) or {}
-            if any(c == entry[1] and a == attr for c, a, *_ in mf.get("lists", ())):
-                return True
-        return False
+        return self._list_builder(key, attr) is not None
 
     def _list_builder(self, key, attr: str):
         """``(class, guard)``: the first class on ``key``'s MRO that assigns ``attr`` from
@@ -711,8 +701,7 @@ class RankFacts:
             if entry[0] == "<external>":
                 continue
             mf = self.module_facts(entry[0]) or {}
-            guards = [g for c, a, *rest in mf.get("lists", ()) if c == entry[1] and a == attr
-                      for g in (rest[1:2] or [TRUE])]
+            guards = [g for c, a, _line, g in mf.get("lists", ()) if c == entry[1] and a == attr]
             if guards:
                 return entry, f_or(*guards)
         return None
@@ -722,6 +711,16 @@ class RankFacts:
         is assigned from ``make_layers`` (``TRUE`` when unconditional or not known)."""
         got = self._list_builder(key, attr)
         return TRUE if got is None else got[1]
+
+    def conditional_list_note(self, owners, attr: str) -> str | None:
+        """When ``attr`` of the classes ``owners`` comes from ``make_layers`` only under a guard:
+        the explanation line saying so (the fixes of PPA102 / PPA103 read ``start_layer``, which
+        exists only then, so they offer none); ``None`` when it always does."""
+        built_when = f_or(*(self.list_guard(k, attr) for k in owners))
+        if built_when == TRUE:
+            return None
+        return (f"`{attr}` comes from `make_layers` only when {describe(built_when)} "
+                f"(`start_layer` / `end_layer` exist only then): no automatic fix")
 
     def list_flag_off(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` is a ``make_layers`` list only under ``__init__``

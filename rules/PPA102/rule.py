@@ -49,12 +49,10 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
                    f"and `PPMissingLayer` has no attribute `{attr}`: AttributeError there.")
         explanation = [how, f"this line runs when {ranks.describe(guard)}"]
         fix = None
-        built_when = ranks.f_or(*(rf.list_guard(k, chain[-1]) for k in owners))
-        if built_when != ranks.TRUE:
-            # `start_layer` is set only where `make_layers` runs: no mechanical fix
-            explanation.append(f"`{chain[-1]}` comes from `make_layers` only when {ranks.describe(built_when)} "
-                               f"(`start_layer` / `end_layer` exist only then): no automatic fix")
-        if index_kind in ("first", "last") and how.startswith("`") and built_when == ranks.TRUE:
+        conditional = rf.conditional_list_note(owners, chain[-1])
+        if conditional is not None:
+            explanation.append(conditional)
+        if index_kind in ("first", "last") and how.startswith("`") and conditional is None:
             new = f"{recv}.start_layer" if index_kind == "first" else f"{recv}.end_layer - 1"
             fix = self.make_fix("safe", f"Index with `{new}` (this rank's own {'first' if index_kind == 'first' else 'last'} layer)",
                                 [self.replace(index_pos, new)])

@@ -91,12 +91,10 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         explanation = [how, f"no `isinstance({var}, PPMissingLayer)` / `hasattr` guard, slice or "
                             f"`range(start_layer, end_layer)` limits the loop"]
         fix = None
-        built_when = ranks.f_or(*(rf.list_guard(k, chain[-1]) for k in owners))
-        if built_when != ranks.TRUE:
-            # `start_layer` is set only where `make_layers` runs: no mechanical fix
-            explanation.append(f"`{chain[-1]}` comes from `make_layers` only when {ranks.describe(built_when)} "
-                               f"(`start_layer` / `end_layer` exist only then): no automatic fix")
-        if simple and how.startswith("`") and built_when == ranks.TRUE:
+        conditional = rf.conditional_list_note(owners, chain[-1])
+        if conditional is not None:
+            explanation.append(conditional)
+        if simple and how.startswith("`") and conditional is None:
             sliced = f"{recv}.{lst}[{recv}.start_layer:{recv}.end_layer]"
             new = f"enumerate({sliced}, start={recv}.start_layer)" if enumerated else sliced
             fix = self.make_fix("safe", f"Loop over this rank's own layers: `{new}`", [self.replace(iter_pos, new)])
