@@ -14,8 +14,13 @@ from pp_attr_lint.textio import display_path, read_source
 
 # `class Name(FirstBase` at any indent (group 1: the indent, 2: the name, 3: the first base, if any)
 _CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)[ \t]*(?:\(\s*([\w.]+))?", re.M)
-# `super(P, self).__init__(` (group 1: P) or `X.__init__(self,` / `X.__init__(self)` (group 2: X)
-_EXPLICIT_INIT = re.compile(rb"super\(\s*([\w.]+)\s*,\s*self\s*\)\.__init__\(|(?<![\w.)\]])([\w.]+)\.__init__\(\s*self\s*[,)]")
+# the explicit calls the prefilter looks for, read backward from each `.__init__(`:
+# `super(P, self)` (group 1: P) right before it, or a dotted name `X` (bytes of _NAME_BYTES, not
+# after `)` or `]`) right before it and `self` as the first argument (_SELF_ARG) after it
+_SUPER_CALL = re.compile(rb"super\(\s*([\w.]+)\s*,\s*self\s*\)")
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
+_SELF_ARG = re.compile(rb"\s*self\s*[,)]")
+_LOOK_BACK = 4096  # bytes before `.__init__(` searched for its `super(`
 
 
 # characters str.splitlines() breaks at and Python's tokenizer does not
@@ -45,18 +50,29 @@ class SkippedInitAttribute(Rule):
         found counts as a hit."""
         if b".__init__(self" not in data and b", self).__init__(" not in data:
             return False
-        for m in _EXPLICIT_INIT.finditer(data):
-            pos = m.start()
-            line = data[data.rfind(b"\n", 0, pos) + 1:pos]
-            indent = len(line) - len(line.lstrip())
-            owner = _enclosing_class(data, pos, indent)
-            if owner is None:
-                return True
-            if m.group(1) is not None:  # super(P, self).__init__(
-                if m.group(1) != owner.group(2):
-                    return True
-            elif m.group(2) != owner.group(3):  # X.__init__(self
-                return True
+        i = data.find(b".__init__(")
+        while i >= 0:
+            # the call that ends here, found backward from each occurrence (a regular expression
+            # run over the whole file tries its dotted-name branch at almost every byte)
+            pos = name = None
+            if data[i - 1:i] == b")":  # super(P, self).__init__(
+                k = data.rfind(b"super(", max(0, i - _LOOK_BACK), i)
+                m = _SUPER_CALL.fullmatch(data, k, i) if k >= 0 else None
+                if m is not None:
+                    pos, name, against = k, m.group(1), 2
+            else:  # X.__init__(self
+                j = i
+                while j > 0 and data[j - 1] in _NAME_BYTES:
+                    j -= 1
+                if j < i and data[j - 1:j] not in (b")", b"]") and _SELF_ARG.match(data, i + len(b".__init__(")):
+                    pos, name, against = j, data[j:i], 3
+            if pos is not None:
+                line = data[data.rfind(b"\n", 0, pos) + 1:pos]
+                indent = len(line) - len(line.lstrip())
+                owner = _enclosing_class(data, pos, indent)
+                if owner is None or name != owner.group(against):
+                    return True  # P is not the class itself / X is not its first base
+            i = data.find(b".__init__(", i + 1)
         return False
 
     def check(self, ctx):
