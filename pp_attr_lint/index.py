@@ -193,7 +193,7 @@ class _Summarizer:
 
     def _module_stores(self, stmt: ast.AST) -> None:
         """Record ``X.start_layer = ...`` and ``setattr(X, "start_layer", v)`` at module level."""
-        for sub in ast.walk(stmt):
+        for sub in _walk(stmt):
             targets = ()
             if isinstance(sub, ast.Assign):
                 targets = sub.targets
@@ -206,7 +206,7 @@ class _Summarizer:
                 if name == "*" or name in self.attrs:
                     self.summary["stores"].append((ref_chain(sub.args[0]), name, None, None))
             for t in targets:
-                for node in ast.walk(t):
+                for node in _walk(t):
                     if isinstance(node, ast.Attribute) and node.attr in self.attrs and isinstance(node.ctx, ast.Store):
                         self.summary["stores"].append((ref_chain(node.value), node.attr, None, None))
 
@@ -320,7 +320,7 @@ class _Summarizer:
                 body_names.extend(_target_names(stmt.target))
             elif isinstance(stmt, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
                 # conditional class bodies: every name they bind counts as a class attribute
-                for sub in ast.walk(stmt):
+                for sub in _walk(stmt):
                     if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                         for t in sub.targets if isinstance(sub, ast.Assign) else [sub.target]:
                             body_names.extend(_target_names(t))
@@ -331,7 +331,7 @@ class _Summarizer:
         dynamic_body = any(
             isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("locals", "vars", "exec", "eval")
             for stmt in node.body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for sub in ast.walk(stmt)
+            for sub in _walk(stmt)
         )
         if dynamic_body:
             body_names.append("__dict__")
@@ -388,7 +388,7 @@ class _Summarizer:
         # `return` outside nested functions and classes, and the return annotation
         rets = self._rets
         if self._nested:
-            inner = {id(r) for n in self._nested for r in ast.walk(n) if isinstance(r, ast.Return)}
+            inner = {id(r) for n in self._nested for r in _walk(n) if isinstance(r, ast.Return)}
             rets = [r for r in rets if id(r) not in inner]
         scope["returns"] = [d for r in rets for d in (value_descriptors(r.value) if r.value else [NONE])]
         scope["return_ann"] = annotation_name(fn.returns)
@@ -559,7 +559,7 @@ class _Summarizer:
             self._site(node, node.args[0], "getattr", node.args[1].value, scope, cls)
 
     def _scan_reads(self, node: ast.AST, cls: str | None, scope: dict | None) -> None:
-        for sub in ast.walk(node):
+        for sub in _walk(node):
             if isinstance(sub, ast.Attribute):
                 self._read_site_attr(sub, scope, cls)
             elif isinstance(sub, ast.Call):
@@ -677,7 +677,7 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
     def mark(key: tuple, nodes) -> None:
         ids = guarded.setdefault(key, set())
         for n in nodes:
-            ids.update(id(x) for x in ast.walk(n))
+            ids.update(id(x) for x in _walk(n))
 
     def key_of(test: ast.AST) -> tuple | None:
         k = _hasattr_key(test)
@@ -698,7 +698,7 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
             return [k for v in test.values if (k := key_of(v)) is not None]
         return []
 
-    for node in ast.walk(fn):
+    for node in _walk(fn):
         for body in (getattr(node, "body", None), getattr(node, "orelse", None), getattr(node, "finalbody", None)):
             if not isinstance(body, list):
                 continue
@@ -785,11 +785,11 @@ def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[
     vllm/model_executor/models/interfaces.py.)"""
     cls_name = (fn.args.posonlyargs + fn.args.args)[0].arg if (fn.args.posonlyargs + fn.args.args) else "cls"
     instances = {
-        t.id for sub in ast.walk(fn) if isinstance(sub, ast.Assign) and _is_super_new(sub.value)
+        t.id for sub in _walk(fn) if isinstance(sub, ast.Assign) and _is_super_new(sub.value)
         for t in sub.targets if isinstance(t, ast.Name)
     }
     returns = 0
-    for sub in ast.walk(fn):
+    for sub in _walk(fn):
         if isinstance(sub, ast.Return):
             returns += 1
             v = sub.value
