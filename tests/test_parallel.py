@@ -10,6 +10,7 @@ import pytest
 
 from helpers import FIXTURES, REPO, run_cli
 from pp_attr_lint import parallel
+from pp_attr_lint.project import _read_pack
 
 pytestmark = pytest.mark.skipif(not parallel.can_fork(), reason="workers are forked on Linux only")
 
@@ -44,8 +45,8 @@ def test_cache_written_by_workers_is_read_back(tmp_path):
     root = _tree(tmp_path)
     cache = tmp_path / "cache"
     cold = run_cli("check", ".", "--cache-dir", cache, "--output-format", "json", "-j", "2", cwd=root)
-    summaries = [p for p in cache.rglob("*") if p.is_file() and p.parent.parent.name == "s"]
-    assert len(summaries) >= 47  # every prefilter hit summarized by a worker, stored by the parent
+    stored = [_read_pack(p)[0] for p in cache.rglob("sums-*")]  # the root's summary pack
+    assert sum(len(index) for index in stored) >= 47  # every prefilter hit summarized by a worker, stored by the parent
     os.utime(root / "rules" / "PPA101" / "README.md")  # not a checked file: the memo still holds
     (root / "fixtures" / "seed" / "minivllm" / "__init__.py").touch()  # the memo is stale: re-run
     warm = run_cli("check", ".", "--cache-dir", cache, "--output-format", "json", "-j", "2", cwd=root)
