@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 
 import pytest
 
@@ -77,6 +78,22 @@ def test_fork_map_keeps_the_order_and_declines_small_work():
 def test_fork_map_passes_on_an_error_of_the_function():
     with pytest.raises(ValueError, match="bad item"):
         parallel.fork_map(_fail, list(range(20)), 2)
+
+
+_PARENT = os.getpid()
+
+
+def _die_in_worker(x):
+    if os.getpid() != _PARENT:
+        os._exit(3)  # a worker killed mid-run, as by the OOM killer
+    time.sleep(0.01)  # slow here, so that the worker surely takes a chunk
+    return x
+
+
+def test_fork_map_declines_when_a_worker_dies():
+    assert parallel.fork_map(_die_in_worker, list(range(40)), 2) is None  # the caller redoes the work
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)  # the dead worker was reaped: no child of this process is left
 
 
 def test_default_jobs_is_within_bounds():
