@@ -634,6 +634,26 @@ def _walk(node: ast.AST):
         yield node
 
 
+def child_nodes(node: ast.AST) -> list:
+    """The direct children of ``node`` that :func:`_walk` visits, in :func:`ast.iter_child_nodes`'s
+    order, without the context and operator leaves (a faster ``ast.iter_child_nodes``)."""
+    cls = node.__class__
+    try:
+        fields = _CHILD_FIELDS[cls]
+    except KeyError:
+        fields = _CHILD_FIELDS[cls] = _child_fields(cls)
+    if fields is None:
+        return [c for c in ast.iter_child_nodes(node) if not isinstance(c, _LEAVES)]
+    out = []
+    for name, many in fields:
+        v = getattr(node, name, None)
+        if many:
+            out.extend(x for x in v if x is not None)
+        elif v is not None:
+            out.append(v)
+    return out
+
+
 _FN_INTERESTING = frozenset({
     ast.Assign, ast.AnnAssign, ast.AugAssign, ast.NamedExpr, ast.For, ast.AsyncFor, ast.comprehension,
     ast.With, ast.AsyncWith, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ExceptHandler,

@@ -399,12 +399,21 @@ def package_root(path: str) -> tuple[str, str]:
     """The folder that holds ``path``'s top package (the ``sys.path`` entry) and its module name.
 
     ``/x/vllm/model_executor/models/qwen3.py`` -> ``(/x, "vllm.model_executor.models.qwen3")`` when
-    each folder from ``vllm`` down holds an ``__init__.py``.
+    each folder from ``vllm`` down holds an ``__init__.py``.  Remembered for the run, like the
+    folders' answers (a check asks three times per file).
     """
-    root, parts = _dir_root(os.path.dirname(os.path.abspath(path)))
-    name = os.path.basename(path)
-    mod = parts if name == "__init__.py" else parts + (name[:-3] if name.endswith(".py") else name,)
-    return root, ".".join(mod)
+    got = _PACKAGE_MEMO.get(path)
+    if got is None:
+        root, parts = _dir_root(os.path.dirname(os.path.abspath(path)))
+        name = os.path.basename(path)
+        mod = parts if name == "__init__.py" else parts + (name[:-3] if name.endswith(".py") else name,)
+        got = (root, ".".join(mod))
+        if os.path.isabs(path):  # a relative path means another file after a chdir
+            _PACKAGE_MEMO[path] = got
+    return got
+
+
+_PACKAGE_MEMO: dict[str, tuple[str, str]] = {}
 
 
 class Project:

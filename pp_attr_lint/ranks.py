@@ -27,7 +27,7 @@ import itertools
 from typing import Any
 
 from . import facts as F
-from .index import dotted_name, ref_chain
+from .index import child_nodes, dotted_name, ref_chain
 
 TRUE = ("T",)
 FIRST = ("a", "@first")
@@ -419,7 +419,7 @@ class _Walker:
                 if c is not None and len(c) >= 2 and c[-1] in self.names:
                     self.use("arg", c, ARG_READERS[node.func.attr], a, guard,
                              protected or _is_guarded(c, ARG_READERS[node.func.attr], guarded), node.func.attr)
-        for child in ast.iter_child_nodes(node):
+        for child in child_nodes(node):
             self.expr(child, guard, guarded, protected, loops)
 
     def attribute(self, node: ast.Attribute, guard, guarded, protected, loops) -> None:
