@@ -257,47 +257,77 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
     resolution chain (``= why:``) and the fix (``= help:``), then a summary line; with
     ``show_unresolved`` the reads not judged, one per line; when any read was not judged, one
     last line that counts them by reason (:func:`pp_attr_lint.unjudged.summary_line`).  ``quiet``
-    (``-q``) leaves out the summary lines (found, fixable, not judged)."""
-    from rich.console import Console
-    from rich.markup import escape
+    (``-q``) leaves out the summary lines (found, fixable, not judged).
 
-    console = Console(file=out, highlight=False, soft_wrap=True,
-                      force_terminal=color if color is not None else None, no_color=color is False)
+    ``color``: ``True``/``False`` forces styles on or off; ``None`` leaves it to rich (a terminal
+    gets them).  Styled output is written by rich; output that rich would not style (a pipe, a
+    file, ``color=False``) is written directly, as rich writes it there, which spares importing
+    and running rich (45 ms of a 1.2 s cold run of vLLM 0.21.0)."""
+    lines: list[list[tuple[str | None, str]]] = []  # each line: (style or None, text) segments
     for f in findings:
-        path = display_path(f.path)
-        mark = " [cyan]\\[*][/]" if f.fix else ""
-        console.print(f"[bold]{escape(path)}[/]:{f.row}:{f.column}: [bold red]{escape(_label(f))}[/]{mark} {escape(f.message)}")
+        head = [("bold", display_path(f.path)), (None, f":{f.row}:{f.column}: "), ("bold red", _label(f))]
+        if f.fix:
+            head += [(None, " "), ("cyan", "[*]")]
+        lines.append(head + [(None, f" {f.message}")])
         text = sources.get(f.path)
         if text is not None:
-            lines = text.splitlines()
-            if 0 < f.row <= len(lines):
-                src_line = lines[f.row - 1]
+            src = text.splitlines()
+            if 0 < f.row <= len(src):
                 width = len(str(f.row))
-                end_col = f.end_column if f.end_row == f.row else len(src_line) + 1
+                end_col = f.end_column if f.end_row == f.row else len(src[f.row - 1]) + 1
                 carets = "^" * max(1, end_col - f.column)
-                console.print(f"[blue]{' ' * width} |[/]")
-                console.print(f"[blue]{f.row} |[/] {escape(src_line)}")
-                console.print(f"[blue]{' ' * width} |[/] {' ' * (f.column - 1)}[red]{carets} {escape(_label(f))}[/]")
-                console.print(f"[blue]{' ' * width} |[/]")
-        for line in f.explanation:
-            console.print(f"  [blue]= why:[/] {escape(line)}")
+                lines += [[("blue", f"{' ' * width} |")],
+                          [("blue", f"{f.row} |"), (None, f" {src[f.row - 1]}")],
+                          [("blue", f"{' ' * width} |"), (None, f" {' ' * (f.column - 1)}"), ("red", f"{carets} {_label(f)}")],
+                          [("blue", f"{' ' * width} |")]]
+        lines += [[(None, "  "), ("blue", "= why:"), (None, f" {line}")] for line in f.explanation]
         if f.fix is not None:
-            console.print(f"  [blue]= help:[/] {escape(f.fix.message)}")
-        console.print("")
-    remaining = len(findings)
-    n_fixed = len(fixed)
+            lines.append([(None, "  "), ("blue", "= help:"), (None, f" {f.fix.message}")])
+        lines.append([])
     if show_unresolved and not_judged:
-        for line in not_judged_lines(not_judged).splitlines():
-            console.print(escape(line))
-        console.print("")
+        lines += [[(None, line)] for line in not_judged_lines(not_judged).splitlines()]
+        lines.append([])
     if not quiet:
-        console.print(escape(found_line(remaining, n_fixed)))
+        lines.append([(None, found_line(len(findings), len(fixed)))])
     fixable = sum(1 for f in findings if f.fix is not None)
     if fixable and not quiet:
-        console.print(f"[cyan]\\[*][/] {fixable} fixable with the `--fix` option.")
+        lines.append([("cyan", "[*]"), (None, f" {fixable} fixable with the `--fix` option.")])
     if show_fixes and fixed:
-        console.print("\nFixed:")
-        for f in fixed:
-            console.print(f"  {escape(display_path(f.path))}:{f.row}:{f.column}: {escape(_label(f))} {escape(f.fix.message if f.fix else '')}")
+        lines += [[], [(None, "Fixed:")]]
+        lines += [[(None, f"  {display_path(f.path)}:{f.row}:{f.column}: {_label(f)} {f.fix.message if f.fix else ''}")]
+                  for f in fixed]
     if not_judged and not quiet:
-        console.print(escape(summary_line(not_judged, shown=show_unresolved)))
+        lines.append([(None, summary_line(not_judged, shown=show_unresolved))])
+    if _styled(out, color):
+        from rich.console import Console
+        from rich.text import Text
+
+        console = Console(file=out, highlight=False, soft_wrap=True,
+                          force_terminal=color if color is not None else None, no_color=color is False)
+        for segs in lines:  # styled text, not markup: no escaping, no `:name:` emoji codes
+            console.print(Text.assemble(*((t, style) if style else t for style, t in segs)))
+    else:
+        out.write("".join(_unstyled("".join(t for _, t in segs)) + "\n" for segs in lines))
+
+
+def _styled(out: TextIO, color: bool | None) -> bool:
+    """Whether rich could style ``out`` (rich 15's ``Console.is_terminal``: ``force_terminal``,
+    then ``TTY_COMPATIBLE``, ``FORCE_COLOR``, ``isatty()``); when unsure, true (rich decides)."""
+    if color is not None:
+        return color
+    if os.environ.get("TTY_COMPATIBLE", "") or os.environ.get("FORCE_COLOR") is not None:
+        return True
+    try:
+        return bool(out.isatty())
+    except (AttributeError, ValueError):
+        return True
+
+
+_CONTROL = {7: None, 8: None, 11: None, 12: None, 13: None}  # what rich's Text drops (BEL BS VT FF CR)
+
+
+def _unstyled(line: str) -> str:
+    """``line`` as rich writes it where it does not style: control characters dropped, tabs
+    expanded to 8 columns (rich.text.Text)."""
+    line = line.translate(_CONTROL)
+    return line.expandtabs(8) if "\t" in line else line

@@ -285,3 +285,29 @@ def test_sarif_uris_are_percent_encoded(tmp_path):
     assert uri == (root / "minivllm" / "model_executor" / "models" / "qwen3_vl.py").as_uri()
     assert " " not in uri and "%20" in uri and "%23" in uri
     assert res["fixes"][0]["artifactChanges"][0]["artifactLocation"]["uri"] == uri
+
+
+def test_text_without_rich_is_what_rich_writes(monkeypatch):
+    """Unstyled output (a pipe, ``color=False``) is written without rich; it is what rich writes
+    there, also for text rich could misread: markup-like brackets, ``:name:`` emoji codes, a
+    trailing backslash (a line continuation), tabs and control characters."""
+    import io
+
+    from pp_attr_lint import report
+    from pp_attr_lint.model import Edit, Finding, Fix
+
+    src = "x = 1\n\tif a:\x0c  b.start_layer  # [bold]x[/] :smile: \\\n"
+    found = [Finding(code="PPA001", name="wrapper-layer-range", path="/tmp/t.py", row=2, column=3, end_row=2,
+                     end_column=9, message="msg [bold]not markup[/] :thumbs_up: a\ttab\x07",
+                     explanation=["why [red]x[/]", "ends in \\"], fix=Fix("safe", "help [x]", (Edit("y", 2, 3, 2, 9),)))]
+
+    def render(styled: bool) -> str:
+        monkeypatch.setattr(report, "_styled", lambda out, color: styled)
+        buf = io.StringIO()
+        report.print_text(found, {"/tmp/t.py": src}, buf, show_fixes=True, fixed=found, color=False)
+        return buf.getvalue()
+
+    plain = render(False)
+    assert plain == render(True)  # rich, told there is no terminal
+    assert ":thumbs_up:" in plain and "ends in \\\n" in plain and "[bold]not markup[/]" in plain
+    assert "\x07" not in plain and "\t" not in plain
