@@ -375,7 +375,9 @@ def _analyze_group(project: Project, states: list, rules, explicit,
     unjudged: list[NotJudged] = []
     reported: set[str] = set()  # files with an invalid-syntax / io-error finding
     checked = []
-    for st in project.scan(states, explicit, jobs):  # in worker processes when many files changed
+    settings = merged_settings([r.settings for r in rules if r.settings is not None])
+    # in worker processes when many files changed, resolving ahead what the rules will ask for
+    for st in project.scan(states, explicit, jobs, ahead=lambda p: Resolver(p, settings)):
         summary = project.load(st)
         if st.error or st.syntax_error:
             findings.append(_broken_file(st))
@@ -383,7 +385,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
             continue
         if summary is not None:
             checked.append(st)
-    resolver = Resolver(project, merged_settings([r.settings for r in rules if r.settings is not None]))
+    resolver = Resolver(project, settings)
     shared: dict = {}
     for st in checked:
         ctx = FileContext(file=st, project=project, resolver=resolver, checked=checked, shared=shared)

@@ -442,6 +442,11 @@ class Project:
         # every file whose content a result depends on -> (mtime_ns, size); probed paths that did
         # not exist -> None.  A memoized result is valid while all of these still hold.
         self.touched: dict[str, tuple | None] = {}
+        # resolving ahead during a scan (see scan's `ahead`): the resolver it uses, and the
+        # dependencies it summarized, as (module, path, digest, prefilter mask, result)
+        self._ahead = None
+        self._fetched: list[tuple] | None = None
+        self._claims: str | None = None
 
     # -- files ---------------------------------------------------------------------------------
     def file_state(self, path: str, module: str | None = None, root: str | None = None) -> FileState:
@@ -542,6 +547,12 @@ class Project:
             if data is None:
                 return None
             self._record(st, *self._examine(data, always=True))
+        if self._fetched is not None:  # resolving ahead in a scan
+            if st.hit or not self._claim(st.digest):
+                return None  # a file the scan summarizes anyway, or another process summarizes it
+            result = summarize_file(data, self.spec, st.path)
+            self._fetched.append((st.module, st.path, st.digest, st.hit, result))
+            return self._apply_result(st, result)
         return self._apply_result(st, summarize_file(data, self.spec, st.path))
 
     def _apply_result(self, st: FileState, result: tuple) -> dict | None:
@@ -553,14 +564,21 @@ class Project:
         self.cache.put_summary(st.digest, result, st.root)
         return self._apply_cached(st, result)
 
-    def scan(self, states: list[FileState], explicit=frozenset(), jobs: int = 1) -> list[FileState]:
+    def scan(self, states: list[FileState], explicit=frozenset(), jobs: int = 1, ahead=None) -> list[FileState]:
         """Prefilter ``states`` and summarize those the prefilter accepts or that are named in
         ``explicit`` (absolute paths): the checked files, in the order given.  Files whose stat
         index entry is stale or missing are read, hashed, prefiltered and (when wanted and not in
         the summary cache) summarized over up to ``jobs`` forked processes (see
         :func:`pp_attr_lint.parallel.fork_map`); the rest, or everything when the work is not
         split, as :meth:`prefilter_hit` and :meth:`load` do it.  The result is the same for any
-        ``jobs``."""
+        ``jobs``.
+
+        ``ahead``: ``project -> resolver`` (a :class:`pp_attr_lint.resolve.Resolver` of this
+        project).  With it, each process that summarizes a file also resolves the MRO of the
+        classes the rules' :meth:`~pp_attr_lint.plugin.Rule.prefetch` name there, summarizing the
+        modules that leads to (not the files the scan summarizes anyway), and those summaries come
+        back with the file's: the checks then find them ready instead of making them one by one.
+        Summaries are a function of a file's content alone, so this changes no result."""
         fresh = []
         if jobs > 1:
             for st in states:
@@ -579,9 +597,25 @@ class Project:
             for root in {st.root for st in fresh}:
                 self.cache.load_pack(root)  # read once here, not once in every worker
             items = [(st.path, st.path in explicit, st.root) for st in fresh]
-            got = fork_map(self._scan_one, items, jobs, sizes)
+            self._ahead = ahead
+            if ahead is not None:
+                import tempfile
+
+                # a module resolved ahead is summarized by the first process that claims it
+                self._claims = tempfile.mkdtemp(prefix="pp-attr-lint-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+            try:
+                got = fork_map(self._scan_one, items, jobs, sizes)
+            finally:
+                self._ahead = None
+                if self._claims is not None:
+                    import shutil
+
+                    shutil.rmtree(self._claims, ignore_errors=True)
+                    self._claims = None
+            fetched = []
             for st, r in zip(fresh if got is not None else (), got or ()):
-                digest, hit, result = r
+                digest, hit, result, deps = r
+                fetched += deps
                 if hit < 0:  # the file could not be read
                     st.error = result[1]
                     continue
@@ -590,6 +624,11 @@ class Project:
                     self._apply_cached(st, self.cache.summary(digest, st.root))
                 elif result is not None:
                     self._apply_result(st, result)
+            for module, path, digest, hit, result in fetched:  # the modules resolved ahead
+                dep = self._find(module)
+                if dep is not None and dep.path == path and dep.summary is None and not (dep.error or dep.syntax_error):
+                    self._record(dep, digest, hit)
+                    self._apply_result(dep, result)
         return [st for st in states if (self.prefilter_hit(st) if st.hit is None else st.hit) or st.path in explicit]
 
     def _scan_one(self, item: tuple[str, bool, str]) -> tuple:
@@ -600,13 +639,53 @@ class Project:
         path, named, root = item
         data = _read_bytes(path)
         if isinstance(data, str):
-            return (None, -1, ("error", data))
+            return (None, -1, ("error", data), [])
         digest, hit = self._examine(data, always=named)
         if not (hit or named):
-            return (digest, hit, None)
+            return (digest, hit, None, [])
         if self.cache.has_summary(digest, root):
-            return (digest, hit, "cached")
-        return (digest, hit, summarize_file(data, self.spec, path))
+            return (digest, hit, "cached", self._resolve_ahead(path, digest, hit, self.cache.summary(digest, root)))
+        result = summarize_file(data, self.spec, path)
+        return (digest, hit, result, self._resolve_ahead(path, digest, hit, result))
+
+    def _claim(self, digest: str) -> bool:
+        """Whether this process is the first of a scan's processes to ask for the file whose
+        content hash is ``digest`` (an exclusive create in a folder they share)."""
+        try:
+            os.close(os.open(os.path.join(self._claims, digest), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return True
+        except FileExistsError:
+            return False
+        except OSError:
+            return True  # no shared folder: summarize it here (at worst twice)
+
+    def _resolve_ahead(self, path: str, digest: str, hit: int, result: tuple) -> list[tuple]:
+        """In a scan with ``ahead``: resolve the MRO of the classes the rules name in this file's
+        summary; ``[(module, path, digest, mask, result)]`` of the modules that summarized."""
+        st = self.by_path.get(path)
+        if self._ahead is None or st is None or result[0] != "ok":
+            return []
+        if st.summary is None:  # this process's view of the file, for resolutions that start here
+            st.digest, st.hit = digest, hit
+            self._apply_cached(st, result)
+        names = [n for rule, fn in self.spec.prefetchers if self.spec.wants(rule, hit) for n in fn(result[1])]
+        if not names:
+            return []
+        from .resolve import Unresolved
+
+        if not isinstance(self._ahead, tuple):
+            self._ahead = (self._ahead(self),)  # one resolver per process, made at its first use
+        resolver = self._ahead[0]
+        self._fetched = []
+        try:
+            for name in names:
+                try:
+                    resolver.mro((st.module, name))
+                except (Unresolved, RecursionError):
+                    pass
+            return self._fetched
+        finally:
+            self._fetched = None
 
     def _apply_cached(self, st: FileState, cached) -> dict | None:
         kind, value = cached

@@ -146,3 +146,31 @@ def test_jobs_are_capped_at_the_cpus_available():
     assert parallel.jobs_for(None) == min(parallel.MAX_JOBS, cpus)
     assert parallel.jobs_for(1) == 1
     assert parallel.jobs_for(100000) == cpus  # -j 100000 used to start that many workers
+
+
+def test_scan_resolves_ahead_the_bases_the_rules_name(tmp_path):
+    """With ``ahead``, the processes that summarize the files also summarize the modules the MROs
+    of the classes the rules name lead to (PPA301's skipping class: its base's module, which no
+    prefilter selects), so the checks find them ready; without it they are left to the checks."""
+    from pp_attr_lint.facts import merged_settings
+    from pp_attr_lint.plugin import index_spec
+    from pp_attr_lint.project import Cache, Project
+    from pp_attr_lint.resolve import Resolver
+    from pp_attr_lint.rules import all_rules
+
+    pkg = tmp_path / "pkg"
+    shutil.copytree(REPO / "rules" / "PPA301" / "cases" / "skipped_init" / "pkg", pkg)
+    for k in range(8):  # enough files for the scan to fork
+        (pkg / f"filler{k}.py").write_text(f"x{k} = {k}\n")
+    rules = all_rules()
+    spec = index_spec(rules)
+    settings = merged_settings([r.settings for r in rules if r.settings is not None])
+    got = {}
+    for ahead in (None, lambda p: Resolver(p, settings)):
+        project = Project([tmp_path], spec, Cache(None, spec.key, enabled=False))
+        states = [project.file_state(str(p)) for p in sorted(pkg.glob("*.py"))]
+        checked = project.scan(states, frozenset(), 2, ahead=ahead)
+        base = project.state_of(str(pkg / "base.py"))
+        got[ahead is None] = ([os.path.basename(st.path) for st in checked], base is not None and base.summary is not None)
+    assert got[True][0] == got[False][0] == ["eagle.py"]  # base.py is no prefilter hit
+    assert got[True][1] is False and got[False][1] is True

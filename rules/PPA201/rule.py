@@ -93,17 +93,16 @@ class MissingPPHook(Rule):
                         protocol.setdefault(node.name, "annotation" if st.value is None else "impl")
         return {"protocol": protocol} if protocol else None
 
+    def prefetch(self, summary):
+        """The classes :meth:`check` judges: their MRO is resolved first."""
+        return [cname for cname, rec in summary["classes"].items() if _listed(cname, rec)]
+
     def check(self, ctx):
         out = []
         mine = ctx.facts(self.code) or {}
         for cname, rec in ctx.summary["classes"].items():
-            if "." in cname or cname == F.PP_PROTOCOL or cname.startswith("Supports"):
+            if not _listed(cname, rec):
                 continue
-            bases = [(b or "").rsplit(".", 1)[-1] for b in rec["bases"]]
-            if F.PP_PROTOCOL not in bases:
-                continue  # judged where the protocol is listed (a subclass inherits its base's hook)
-            if "Protocol" in bases or "ABC" in bases:
-                continue  # an interface or an abstract base: its subclasses provide the hook
             if self._drafter_only(ctx, (ctx.module, cname)):
                 continue  # a speculative-decoding drafter: never asked for intermediate tensors
             f = self._judge(ctx, (ctx.module, cname), rec, mine)
@@ -230,6 +229,16 @@ class MissingPPHook(Rule):
         stmt = f"{self_name}.{F.PP_HOOK} = {self_name}.{providers[0]}.{F.PP_HOOK}"
         return self.make_fix("safe", f"Forward the hook: `{stmt}`",
                              [self.replace((end_row, end_col, end_row, end_col), "\n" + " " * indent + stmt)])
+
+
+def _listed(cname: str, rec: dict) -> bool:
+    """Whether a top-level class lists ``SupportsPP`` among its bases and is not itself an
+    interface (``Supports*``, ``Protocol``, ``ABC``): the classes this rule judges (a subclass
+    inherits its base's hook; an interface's subclasses provide the hook)."""
+    if "." in cname or cname == F.PP_PROTOCOL or cname.startswith("Supports"):
+        return False
+    bases = [(b or "").rsplit(".", 1)[-1] for b in rec["bases"]]
+    return F.PP_PROTOCOL in bases and "Protocol" not in bases and "ABC" not in bases
 
 
 RULE = MissingPPHook(

@@ -75,12 +75,16 @@ class SkippedInitAttribute(Rule):
             i = data.find(b".__init__(", i + 1)
         return False
 
+    def prefetch(self, summary):
+        """The classes :meth:`check` judges: their MRO is resolved first."""
+        return [cname for cname, rec in summary["classes"].items() if _judged(cname, rec)]
+
     def check(self, ctx):
         out = []
         for cname, rec in ctx.summary["classes"].items():
-            init = rec["methods"].get("__init__")
-            if init is None or "." in cname or not _may_skip(init, rec):
+            if not _judged(cname, rec):
                 continue
+            init = rec["methods"]["__init__"]
             f = self._judge_class(ctx, (ctx.module, cname), rec, init)
             if f is not None:
                 out.append(f)
@@ -342,6 +346,12 @@ def _exits(body: list) -> bool:
 
 
 _PLAIN_BASES = {"object", "nn.Module", "torch.nn.Module", "Module", "ABC", "abc.ABC", "Protocol", "Generic"}
+
+
+def _judged(cname: str, rec: dict) -> bool:
+    """Whether :meth:`SkippedInitAttribute.check` judges this top-level class."""
+    init = rec["methods"].get("__init__")
+    return init is not None and "." not in cname and _may_skip(init, rec)
 
 
 def _may_skip(init: dict, rec: dict) -> bool:
