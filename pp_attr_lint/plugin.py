@@ -85,13 +85,15 @@ class Rule:
         """
         return None
 
-    def prefetch(self, summary: dict) -> Iterable[str]:
-        """Names of classes of a checked module (its summary, see :mod:`pp_attr_lint.index`) whose
-        MRO :meth:`check` will resolve.  A speed hint, never a change of result: the run resolves
-        their bases in the worker processes that summarize the files (see
-        :meth:`pp_attr_lint.project.Project.scan`), so that the modules they lead to are summarized
-        there, in parallel, instead of one by one during the checks.  Default: none."""
-        return ()
+    def prefetch(self, module: str, summary: dict, resolver: "Resolver") -> None:
+        """Resolve now what :meth:`check` will ask the resolver about a checked module (``module``,
+        its ``summary``), e.g. ``resolver.mro((module, name))`` of the classes it judges.  A speed
+        hint, never a change of result: it runs in the processes that summarize the files (see
+        :meth:`pp_attr_lint.project.Project.scan`), with a resolver of their own whose answers are
+        dropped; only the summaries of the modules it leads to are kept, so that the checks find
+        them ready instead of making them one by one.  It may raise
+        :class:`pp_attr_lint.resolve.Unresolved`.  Default: nothing."""
+        return None
 
     # -- what the rule judges --------------------------------------------------------------------
     def check(self, ctx: "FileContext") -> Iterable[Finding]:
@@ -192,8 +194,8 @@ class IndexSpec:
     # the rule code of each of `prefilters` (bit k of a prefilter mask is prefilter_codes[k];
     # the next bit is the watched-attribute test)
     prefilter_codes: tuple[str, ...] = ()
-    # (rule, Rule.prefetch) of the rules that name classes to resolve ahead (not part of `key`:
-    # they change no summary)
+    # (rule, Rule.prefetch) of the rules that resolve ahead (not part of `key`: they change no
+    # summary)
     prefetchers: tuple[tuple[Any, Callable], ...] = ()
 
     def wants(self, rule, mask: int | bool) -> bool:

@@ -574,10 +574,11 @@ class Project:
         ``jobs``.
 
         ``ahead``: ``project -> resolver`` (a :class:`pp_attr_lint.resolve.Resolver` of this
-        project).  With it, each process that summarizes a file also resolves the MRO of the
-        classes the rules' :meth:`~pp_attr_lint.plugin.Rule.prefetch` name there, summarizing the
-        modules that leads to (not the files the scan summarizes anyway), and those summaries come
-        back with the file's: the checks then find them ready instead of making them one by one.
+        project).  With it, each process that summarizes a file also lets the rules resolve ahead
+        what their checks will ask there (:meth:`~pp_attr_lint.plugin.Rule.prefetch`: the MRO of
+        the classes they judge), summarizing the modules that leads to (not the files the scan
+        summarizes anyway), and those summaries come back with the file's: the checks then find
+        them ready instead of making them one by one.
         Summaries are a function of a file's content alone, so this changes no result."""
         fresh = []
         if jobs > 1:
@@ -660,16 +661,17 @@ class Project:
             return True  # no shared folder: summarize it here (at worst twice)
 
     def _resolve_ahead(self, path: str, digest: str, hit: int, result: tuple) -> list[tuple]:
-        """In a scan with ``ahead``: resolve the MRO of the classes the rules name in this file's
-        summary; ``[(module, path, digest, mask, result)]`` of the modules that summarized."""
+        """In a scan with ``ahead``: let the rules that want this file resolve ahead what their
+        checks will ask (:meth:`pp_attr_lint.plugin.Rule.prefetch`); ``[(module, path, digest,
+        mask, result)]`` of the modules that summarized."""
         st = self.by_path.get(path)
         if self._ahead is None or st is None or result[0] != "ok":
             return []
         if st.summary is None:  # this process's view of the file, for resolutions that start here
             st.digest, st.hit = digest, hit
             self._apply_cached(st, result)
-        names = [n for rule, fn in self.spec.prefetchers if self.spec.wants(rule, hit) for n in fn(result[1])]
-        if not names:
+        fns = [fn for rule, fn in self.spec.prefetchers if self.spec.wants(rule, hit)]
+        if not fns:
             return []
         from .resolve import Unresolved
 
@@ -678,9 +680,9 @@ class Project:
         resolver = self._ahead[0]
         self._fetched = []
         try:
-            for name in names:
+            for fn in fns:
                 try:
-                    resolver.mro((st.module, name))
+                    fn(st.module, result[1], resolver)
                 except (Unresolved, RecursionError):
                     pass
             return self._fetched

@@ -93,9 +93,28 @@ class MissingPPHook(Rule):
                         protocol.setdefault(node.name, "annotation" if st.value is None else "impl")
         return {"protocol": protocol} if protocol else None
 
-    def prefetch(self, summary):
-        """The classes :meth:`check` judges: their MRO is resolved first."""
-        return [cname for cname, rec in summary["classes"].items() if _listed(cname, rec)]
+    def prefetch(self, module, summary, resolver):
+        """The MRO of the classes :meth:`check` judges, the registries it reads for them, and
+        for a class that lacks the hook what its fix looks at (the classes its ``__init__``'s
+        attributes hold)."""
+        listed = [cname for cname, rec in summary["classes"].items() if _listed(cname, rec)]
+        if listed:
+            for fac in resolver.settings.factories:
+                resolver.src.summary(fac.registry_module)
+        from pp_attr_lint.resolve import Unresolved
+
+        for cname in listed:
+            key = (module, cname)
+            try:
+                if self._provides(resolver, key):
+                    continue
+                inits = resolver.executed_inits(key)
+                if inits and inits[0][0] == key:
+                    for attr in sorted(inits[0][1]["assigns"]):
+                        for ck in (resolver.attr_candidates(key, attr) or ((),))[0]:
+                            self._provides(resolver, ck)
+            except Unresolved:
+                pass
 
     def check(self, ctx):
         out = []

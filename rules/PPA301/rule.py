@@ -75,9 +75,16 @@ class SkippedInitAttribute(Rule):
             i = data.find(b".__init__(", i + 1)
         return False
 
-    def prefetch(self, summary):
-        """The classes :meth:`check` judges: their MRO is resolved first."""
-        return [cname for cname, rec in summary["classes"].items() if _judged(cname, rec)]
+    def prefetch(self, module, summary, resolver):
+        """The MRO of the classes :meth:`check` judges."""
+        from pp_attr_lint.resolve import Unresolved
+
+        for cname, rec in summary["classes"].items():
+            if _judged(cname, rec):
+                try:
+                    resolver.mro((module, cname))
+                except Unresolved:
+                    pass
 
     def check(self, ctx):
         out = []
