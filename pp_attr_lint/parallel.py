@@ -1,9 +1,9 @@
 """Per-file work of a run, split over forked worker processes.
 
 A cold run spends most of its time reading, prefiltering, parsing and summarizing files (about
-80% on vLLM 0.21.0, ``scripts/bench.py``), and that work depends on each file alone (see
-:meth:`pp_attr_lint.project.Project.scan`).  It is split over worker processes; the rest of the
-run (resolution across files, the rules' checks, the report) stays in one process.
+70% on vLLM 0.21.0, ``scripts/bench.py``, with the modules the rules resolve ahead), and that work
+depends on each file alone (see :meth:`pp_attr_lint.project.Project.scan`).  It is split over
+processes; the rest of the run (the rules' checks, the report) stays in one process.
 
 Workers are forked with :func:`os.fork`: they inherit the function, its items and the rules'
 collectors, so only the results travel back, as :mod:`marshal` bytes through a pipe (results are
@@ -42,7 +42,7 @@ def default_jobs() -> int:
 
 
 def jobs_for(requested: int | None) -> int:
-    """The worker processes to use for ``--jobs requested``: :func:`default_jobs` when not given,
+    """The processes to use for ``--jobs requested`` (this one included): :func:`default_jobs` when not given,
     else ``requested`` but never more than :func:`available_cpus` (the work is CPU-bound: more
     processes than CPUs only add start-up and switching; ``-j 1000`` took 20x longer than ``-j 2``)."""
     return default_jobs() if requested is None else max(1, min(requested, available_cpus()))

@@ -13,8 +13,8 @@ ratios hold even on a shared, noisy machine:
 * ``ast``: ``ast.parse`` of every ``.py`` file under the tree, in this process (files read first,
   so it is parse time only; it favours ``ast``);
 * ``cold``: ``python -m pp_attr_lint check TREE`` as a new process with an empty cache folder
-  (files are read, prefiltered and summarized in ``--jobs`` worker processes, by default one per
-  CPU available; ``cold -j1`` is the same run in one process);
+  (files are read, prefiltered and summarized in ``--jobs`` processes, the checking one and forked
+  workers, by default one per CPU available; ``cold -j1`` is the same run in one process);
 * ``warm``: the same command again with the cache a previous run left (nothing changed).
 
 Cold and warm are whole processes (interpreter start-up, imports, text output with rich), what a
