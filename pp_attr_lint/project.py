@@ -578,8 +578,8 @@ class Project:
         what their checks will ask there (:meth:`~pp_attr_lint.plugin.Rule.prefetch`: the MRO of
         the classes they judge), summarizing the modules that leads to (not the files the scan
         summarizes anyway), and those summaries come back with the file's: the checks then find
-        them ready instead of making them one by one.
-        Summaries are a function of a file's content alone, so this changes no result."""
+        them ready instead of making them one by one.  Summaries are a function of a file's
+        content alone, so this changes no result."""
         fresh = []
         if jobs > 1:
             for st in states:
@@ -603,7 +603,11 @@ class Project:
                 import tempfile
 
                 # a module resolved ahead is summarized by the first process that claims it
-                self._claims = tempfile.mkdtemp(prefix="pp-attr-lint-", dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+                try:
+                    self._claims = tempfile.mkdtemp(prefix="pp-attr-lint-",
+                                                    dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+                except OSError:
+                    self._claims = None  # then every process summarizes what it needs
             try:
                 got = fork_map(self._scan_one, items, jobs, sizes)
             finally:
@@ -645,13 +649,16 @@ class Project:
         if not (hit or named):
             return (digest, hit, None, [])
         if self.cache.has_summary(digest, root):
-            return (digest, hit, "cached", self._resolve_ahead(path, digest, hit, self.cache.summary(digest, root)))
+            ahead = self._resolve_ahead(path, digest, hit, self.cache.summary(digest, root)) if self._ahead else []
+            return (digest, hit, "cached", ahead)
         result = summarize_file(data, self.spec, path)
         return (digest, hit, result, self._resolve_ahead(path, digest, hit, result))
 
     def _claim(self, digest: str) -> bool:
         """Whether this process is the first of a scan's processes to ask for the file whose
         content hash is ``digest`` (an exclusive create in a folder they share)."""
+        if self._claims is None:
+            return True
         try:
             os.close(os.open(os.path.join(self._claims, digest), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
             return True
@@ -684,6 +691,8 @@ class Project:
                 try:
                     fn(st.module, result[1], resolver)
                 except (Unresolved, RecursionError):
+                    pass
+                except Exception:  # noqa: BLE001  (a hint that failed: the checks do the work and report)
                     pass
             return self._fetched
         finally:
