@@ -446,7 +446,7 @@ class Project:
         # dependencies it summarized, as (module, path, digest, prefilter mask, result)
         self._ahead = None
         self._fetched: list[tuple] | None = None
-        self._claims: str | None = None
+        self._claims = None  # during a scan that resolves ahead: the file of claimed modules
 
     # -- files ---------------------------------------------------------------------------------
     def file_state(self, path: str, module: str | None = None, root: str | None = None) -> FileState:
@@ -602,10 +602,10 @@ class Project:
             if ahead is not None:
                 import tempfile
 
-                # a module resolved ahead is summarized by the first process that claims it
+                # a module resolved ahead is summarized by the first process that claims it, in a
+                # file they share that has no name (nothing is left behind, even by a killed run)
                 try:
-                    self._claims = tempfile.mkdtemp(prefix="pp-attr-lint-",
-                                                    dir="/dev/shm" if os.access("/dev/shm", os.W_OK) else None)
+                    self._claims = tempfile.TemporaryFile()
                 except OSError:
                     self._claims = None  # then every process summarizes what it needs
             try:
@@ -613,9 +613,7 @@ class Project:
             finally:
                 self._ahead = None
                 if self._claims is not None:
-                    import shutil
-
-                    shutil.rmtree(self._claims, ignore_errors=True)
+                    self._claims.close()
                     self._claims = None
             fetched = []
             for st, r in zip(fresh if got is not None else (), got or ()):
@@ -656,16 +654,26 @@ class Project:
 
     def _claim(self, digest: str) -> bool:
         """Whether this process is the first of a scan's processes to ask for the file whose
-        content hash is ``digest`` (an exclusive create in a folder they share)."""
+        content hash is ``digest``: the claimed hashes are lines of a file they share, read and
+        appended under a POSIX record lock (held per process, unlike ``flock`` on a shared open
+        file)."""
         if self._claims is None:
             return True
+        import fcntl
+
+        fd = self._claims.fileno()
         try:
-            os.close(os.open(os.path.join(self._claims, digest), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-            return True
-        except FileExistsError:
-            return False
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            try:
+                claimed = os.pread(fd, 1 << 24, 0)
+                if digest.encode() in claimed.split():
+                    return False
+                os.pwrite(fd, digest.encode() + b"\n", len(claimed))
+                return True
+            finally:
+                fcntl.lockf(fd, fcntl.LOCK_UN)
         except OSError:
-            return True  # no shared folder: summarize it here (at worst twice)
+            return True  # summarize it here (at worst twice)
 
     def _resolve_ahead(self, path: str, digest: str, hit: int, result: tuple) -> list[tuple]:
         """In a scan with ``ahead``: let the rules that want this file resolve ahead what their
