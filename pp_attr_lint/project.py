@@ -229,7 +229,10 @@ def _read_pack(path: Path) -> tuple[dict, memoryview]:
             raise ValueError
         n = int.from_bytes(data[4:8], "little")
         index = marshal.loads(data[8:8 + n])
-        if not isinstance(index, dict):
+        size = len(data) - 8 - n
+        if not isinstance(index, dict) or not all(
+                type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
+                and 0 <= v[0] and 0 <= v[1] and v[0] + v[1] <= size for v in index.values()):
             raise ValueError
         return index, memoryview(data)[8 + n:]
     except (OSError, EOFError, ValueError, TypeError):
@@ -505,10 +508,14 @@ class Project:
             return entry
         return None
 
-    def _record(self, st: FileState, digest: str | None, hit: int) -> None:
-        """Remember ``st``'s content hash and prefilter mask, in the state and the stat index."""
+    def _record(self, st: FileState, digest: str | None, hit: int, key: tuple | None = None) -> None:
+        """Remember ``st``'s content hash and prefilter mask, in the state and the stat index,
+        under the file's ``(mtime_ns, size)`` as it was before its content was read (``key``, else
+        the one :meth:`_indexed` took, else now): a file saved again while a run reads it then
+        looks changed to the next run, instead of its new time being stored with the old
+        content's summary."""
         st.digest, st.hit = digest, hit
-        key = self._stat_key(st)
+        key = key or self.touched.get(st.path) or self._stat_key(st)
         self.touched[st.path] = key
         if key is not None:
             self.cache.stat_index(st.root)[_rel(st)] = (key[0], key[1], st.digest, st.hit)
@@ -551,7 +558,7 @@ class Project:
             if st.hit or not self._claim(st.digest):
                 return None  # a file the scan summarizes anyway, or another process summarizes it
             result = summarize_file(data, self.spec, st.path)
-            self._fetched.append((st.module, st.path, st.digest, st.hit, result))
+            self._fetched.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
             return self._apply_result(st, result)
         return self._apply_result(st, summarize_file(data, self.spec, st.path))
 
@@ -624,21 +631,26 @@ class Project:
                     continue
                 self._record(st, digest, hit)
                 if result == "cached":
-                    self._apply_cached(st, self.cache.summary(digest, st.root))
+                    cached = self.cache.summary(digest, st.root)
+                    if cached is not None:
+                        self._apply_cached(st, cached)
+                    else:  # a damaged entry: summarized here
+                        self.load(st)
                 elif result is not None:
                     self._apply_result(st, result)
-            for module, path, digest, hit, result in fetched:  # the modules resolved ahead
+            for module, path, digest, hit, result, key in fetched:  # the modules resolved ahead
                 dep = self._find(module)
                 if dep is not None and dep.path == path and dep.summary is None and not (dep.error or dep.syntax_error):
-                    self._record(dep, digest, hit)
+                    self._record(dep, digest, hit, key)
                     self._apply_result(dep, result)
         return [st for st in states if (self.prefilter_hit(st) if st.hit is None else st.hit) or st.path in explicit]
 
     def _scan_one(self, item: tuple[str, bool, str]) -> tuple:
         """A worker's share of :meth:`scan` for one file of a root: ``(digest, prefilter mask,
-        new summarize_file result)``; ``"cached"`` instead of the result when the cache the parent
-        read holds it, ``None`` when the file is not wanted (the digest is ``None`` then too), and
-        ``(None, -1, ("error", message))`` when the file cannot be read."""
+        new summarize_file result, the modules resolved ahead (see :meth:`_resolve_ahead`))``;
+        ``"cached"`` instead of the result when the cache the parent read holds it, ``None`` when
+        the file is not wanted (the digest is ``None`` then too), and ``(None, -1, ("error",
+        message), [])`` when the file cannot be read."""
         path, named, root = item
         data = _read_bytes(path)
         if isinstance(data, str):
@@ -647,8 +659,11 @@ class Project:
         if not (hit or named):
             return (digest, hit, None, [])
         if self.cache.has_summary(digest, root):
-            ahead = self._resolve_ahead(path, digest, hit, self.cache.summary(digest, root)) if self._ahead else []
-            return (digest, hit, "cached", ahead)
+            if not self._ahead:
+                return (digest, hit, "cached", [])  # read by the parent (which redoes a damaged entry)
+            cached = self.cache.summary(digest, root)
+            if cached is not None:  # None: a damaged entry, made anew below
+                return (digest, hit, "cached", self._resolve_ahead(path, digest, hit, cached))
         result = summarize_file(data, self.spec, path)
         return (digest, hit, result, self._resolve_ahead(path, digest, hit, result))
 

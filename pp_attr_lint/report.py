@@ -328,6 +328,16 @@ _CONTROL = {7: None, 8: None, 11: None, 12: None, 13: None}  # what rich's Text 
 
 def _unstyled(line: str) -> str:
     """``line`` as rich writes it where it does not style: control characters dropped, tabs
-    expanded to 8 columns (rich.text.Text)."""
+    expanded to 8 columns (rich.text.Text).  Rich counts columns in terminal cells (a CJK
+    character takes two, a combining accent none), so a line with a tab and non-ASCII text is
+    expanded by rich itself."""
     line = line.translate(_CONTROL)
-    return line.expandtabs(8) if "\t" in line else line
+    if "\t" not in line:
+        return line
+    if line.isascii():
+        return line.expandtabs(8)
+    from rich.text import Text
+
+    text = Text(line)
+    text.expand_tabs(8)
+    return text.plain

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
 import shutil
+import subprocess
+import sys
 
-from helpers import FIXTURES, run_cli
+from helpers import FIXTURES, REPO, run_cli
 from pp_attr_lint.project import Cache, _read_pack, make_prefilter
 
 SEED = FIXTURES / "seed"
@@ -98,3 +101,70 @@ def test_prefilter_receiver_scan_matches_the_regular_expression():
     for _ in range(20000):
         text = b"".join(rng.choice(parts) for _ in range(rng.randint(1, 12)))
         assert bool(hit(text)) is _oracle(text), text
+
+
+def _forking_case(tmp_path):
+    """PPA301's case and enough small files for the scan to fork (``-j 2``)."""
+    pkg = tmp_path / "pkg"
+    shutil.copytree(REPO / "rules" / "PPA301" / "cases" / "skipped_init" / "pkg", pkg)
+    for k in range(7):
+        (pkg / f"f{k}.py").write_text(f"x = {k}\n")
+    return pkg
+
+
+def test_damaged_pack_entries_are_made_anew(tmp_path):
+    """A pack whose index still reads but whose entries do not (cut short, flipped bytes) is a
+    cache miss for those entries, also in the forked scan that resolves ahead."""
+    pkg = _forking_case(tmp_path)
+    cache = tmp_path / "cache"
+    args = ("check", "pkg", "--cache-dir", cache, "--output-format", "json", "-j", "2")
+    expected = run_cli("check", "pkg", "--no-cache", "--output-format", "json", cwd=tmp_path)
+    assert expected.rc == 1
+    assert _json(run_cli(*args, cwd=tmp_path)) == _json(expected)
+    for p in cache.rglob("sums-*"):
+        data = p.read_bytes()
+        p.write_bytes(data[:-20])  # the last entry cut short: the index names more than is there
+    for p in pkg.glob("*.py"):
+        os.utime(p)  # read again, found in the pack by content
+    for _ in range(2):
+        got = run_cli(*args, cwd=tmp_path)
+        assert (got.rc, _json(got)) == (1, _json(expected)), got.stderr
+
+
+def test_a_file_saved_during_a_run_is_read_again_next_time(tmp_path):
+    """The stat index keeps a file's (mtime, size) from before its content was read: a file saved
+    while a run reads it looks changed to the next run (which then reports the new content)."""
+    pkg = _forking_case(tmp_path)
+    eagle = pkg / "eagle.py"
+    fixed = eagle.read_text().replace("nn.Module.__init__(self)\n        self.config = config\n"
+                                      "        self.layers = [nn.Identity()]\n\n\nclass FixedEagleModel",
+                                      "super().__init__(config, prefix)\n\n\nclass FixedEagleModel", 1)
+    assert fixed != eagle.read_text()
+    (tmp_path / "fixed.txt").write_text(fixed)
+    script = tmp_path / "edit_during.py"
+    script.write_text(
+        "import os, sys\n"
+        "from pp_attr_lint import project as P\n"
+        "read = P._read_bytes\n"
+        "def _read_bytes(path):\n"
+        "    data = read(path)\n"
+        "    if path.endswith('eagle.py') and not os.path.exists(path + '.saved'):\n"
+        "        open(path + '.saved', 'w').close()\n"
+        "        with open(path, 'w') as f:  # the user saves an edit while the run reads the file\n"
+        f"            f.write(open({str(tmp_path / 'fixed.txt')!r}).read())\n"
+        "    return data\n"
+        "P._read_bytes = _read_bytes\n"
+        "from pp_attr_lint.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n")
+    cache = tmp_path / "cache"
+    for jobs in ("1", "2"):
+        (pkg / "eagle.py.saved").unlink(missing_ok=True)
+        eagle.write_text((REPO / "rules" / "PPA301" / "cases" / "skipped_init" / "pkg" / "eagle.py").read_text())
+        shutil.rmtree(cache, ignore_errors=True)
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        subprocess.run([sys.executable, str(script), "check", "pkg", "--cache-dir", str(cache), "-j", jobs, "-q"],
+                       cwd=tmp_path, env=env, capture_output=True, timeout=120)
+        assert eagle.read_text() == fixed
+        now = run_cli("check", "pkg", "--no-cache", "--output-format", "json", cwd=tmp_path)
+        again = run_cli("check", "pkg", "--cache-dir", cache, "--output-format", "json", "-j", jobs, cwd=tmp_path)
+        assert _json(again) == _json(now), jobs

@@ -290,13 +290,13 @@ def test_sarif_uris_are_percent_encoded(tmp_path):
 def test_text_without_rich_is_what_rich_writes(monkeypatch):
     """Unstyled output (a pipe, ``color=False``) is written without rich; it is what rich writes
     there, also for text rich could misread: markup-like brackets, ``:name:`` emoji codes, a
-    trailing backslash (a line continuation), tabs and control characters."""
+    trailing backslash (a line continuation), tabs after wide characters, control characters."""
     import io
 
     from pp_attr_lint import report
     from pp_attr_lint.model import Edit, Finding, Fix
 
-    src = "x = 1\n\tif a:\x0c  b.start_layer  # [bold]x[/] :smile: \\\n"
+    src = "x = 1\n\tif '漢字漢字'\tor b.start_layer:  # [bold]x[/] :smile: \\\n"
     found = [Finding(code="PPA001", name="wrapper-layer-range", path="/tmp/t.py", row=2, column=3, end_row=2,
                      end_column=9, message="msg [bold]not markup[/] :thumbs_up: a\ttab\x07",
                      explanation=["why [red]x[/]", "ends in \\"], fix=Fix("safe", "help [x]", (Edit("y", 2, 3, 2, 9),)))]
