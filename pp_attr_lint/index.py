@@ -573,7 +573,15 @@ _LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
 # ASDL field types that never hold a node the walk visits: plain values, and the leaves above
 _SCALAR_FIELDS = frozenset({"identifier", "string", "constant", "int", "expr_context", "boolop", "operator",
                             "unaryop", "cmpop"})
-_CHILD_FIELDS: dict[type, tuple | None] = {}
+class _FieldTable(dict):
+    """``{node class: _child_fields(node class)}``, filled at each class's first lookup."""
+
+    def __missing__(self, cls: type) -> tuple | None:
+        got = self[cls] = _child_fields(cls)
+        return got
+
+
+_CHILD_FIELDS: dict[type, tuple | None] = _FieldTable()
 
 
 def _child_fields(cls: type) -> tuple | None:
@@ -610,11 +618,7 @@ def _walk(node: ast.AST):
         node = pop()
         if node is None:
             continue  # a hole in a list field (`Dict.keys` for `**d`, `kw_defaults`)
-        cls = node.__class__
-        try:
-            fields = table[cls]
-        except KeyError:
-            fields = table[cls] = _child_fields(cls)
+        fields = table[node.__class__]
         if fields is None:
             for name in node._fields:
                 v = getattr(node, name, None)
@@ -637,11 +641,7 @@ def _walk(node: ast.AST):
 def child_nodes(node: ast.AST) -> list:
     """The direct children of ``node`` that :func:`_walk` visits, in :func:`ast.iter_child_nodes`'s
     order, without the context and operator leaves (a faster ``ast.iter_child_nodes``)."""
-    cls = node.__class__
-    try:
-        fields = _CHILD_FIELDS[cls]
-    except KeyError:
-        fields = _CHILD_FIELDS[cls] = _child_fields(cls)
+    fields = _CHILD_FIELDS[node.__class__]
     if fields is None:
         return [c for c in ast.iter_child_nodes(node) if not isinstance(c, _LEAVES)]
     out = []

@@ -194,9 +194,9 @@ class IndexSpec:
     # the rule code of each of `prefilters` (bit k of a prefilter mask is prefilter_codes[k];
     # the next bit is the watched-attribute test)
     prefilter_codes: tuple[str, ...] = ()
-    # (rule, Rule.prefetch) of the rules that resolve ahead (not part of `key`: they change no
+    # the rules that resolve ahead (Rule.prefetch overridden; not part of `key`: they change no
     # summary)
-    prefetchers: tuple[tuple[Any, Callable], ...] = ()
+    prefetchers: tuple[Any, ...] = ()
 
     def wants(self, rule, mask: int | bool) -> bool:
         """Whether ``rule`` checks a file whose prefilter mask is ``mask``: its own prefilter's
@@ -223,5 +223,5 @@ def index_spec(rules) -> IndexSpec:
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
                     ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
-    prefetchers = tuple((r, r.prefetch) for r in rules if type(r).prefetch is not Rule.prefetch)
+    prefetchers = tuple(r for r in rules if type(r).prefetch is not Rule.prefetch)
     return IndexSpec(attrs, prefilters, collectors, key, tuple(r.code for r in own_pf), prefetchers)

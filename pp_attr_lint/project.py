@@ -700,8 +700,8 @@ class Project:
         if st.summary is None:  # this process's view of the file, for resolutions that start here
             st.digest, st.hit = digest, hit
             self._apply_cached(st, result)
-        fns = [fn for rule, fn in self.spec.prefetchers if self.spec.wants(rule, hit)]
-        if not fns:
+        rules = [rule for rule in self.spec.prefetchers if self.spec.wants(rule, hit)]
+        if not rules:
             return []
         from .resolve import Unresolved
 
@@ -710,9 +710,9 @@ class Project:
         resolver = self._ahead[0]
         self._fetched = []
         try:
-            for fn in fns:
+            for rule in rules:
                 try:
-                    fn(st.module, result[1], resolver)
+                    rule.prefetch(st.module, result[1], resolver)
                 except (Unresolved, RecursionError):
                     pass
                 except Exception:  # noqa: BLE001  (a hint that failed: the checks do the work and report)

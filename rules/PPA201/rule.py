@@ -110,9 +110,7 @@ class MissingPPHook(Rule):
                     continue
                 inits = resolver.executed_inits(key)
                 if inits and inits[0][0] == key:
-                    for attr in sorted(inits[0][1]["assigns"]):
-                        for ck in (resolver.attr_candidates(key, attr) or ((),))[0]:
-                            self._provides(resolver, ck)
+                    self._providers(resolver, key, inits)
             except Unresolved:
                 pass
 
@@ -222,6 +220,16 @@ class MissingPPHook(Rule):
                 return True
         return False
 
+    def _providers(self, r, key, inits) -> list[str]:
+        """The attributes ``key``'s own ``__init__`` (``inits[0]``) sets that hold only classes
+        providing the hook themselves (see :meth:`_provides`)."""
+        providers = []
+        for attr in sorted(inits[0][1]["assigns"]):
+            got = r.attr_candidates(key, attr)
+            if got and all(self._provides(r, ck) for ck in got[0]):
+                providers.append(attr)
+        return providers
+
     def _fix(self, ctx, key, mine, inits, explanation):
         """``self.<hook> = self.<a>.<hook>`` appended to the class's own ``__init__`` when exactly one
         attribute set there holds classes that define the hook themselves."""
@@ -231,13 +239,7 @@ class MissingPPHook(Rule):
         at = _init_end(ctx.file.path, key[1])
         if at is None:
             return None
-        providers = []
-        for attr in sorted(inits[0][1]["assigns"]):
-            got = r.attr_candidates(key, attr)
-            if not got:
-                continue
-            if all(self._provides(r, ck) for ck in got[0]):
-                providers.append(attr)
+        providers = self._providers(r, key, inits)
         if len(providers) != 1:
             if providers:
                 explanation.append("no fix: several attributes provide the hook: " + ", ".join(providers))
