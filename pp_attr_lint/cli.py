@@ -150,8 +150,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in ("rule", "rules"):
             return run_rules(args)
         if args.command == "audit":
-            from .audit import run_audit
-
             return run_audit(args)
         if args.command == "validate":
             from . import validate
@@ -194,7 +192,7 @@ def run_rules(args) -> int:
 
     from .config import ConfigError, select_rules
     from .report import rule_markdown
-    from .rules import RuleError, all_rules
+    from .rule_registry import RuleError, all_rules
 
     try:
         cfg = _load_config(args)
@@ -223,13 +221,36 @@ def run_rules(args) -> int:
     return _fail(f"unknown rule code `{args.code}` (known: {', '.join(r.code for r in rules)})")
 
 
+def run_audit(args) -> int:
+    """``pp-attr-lint audit SPEC``: fetch (or reuse) the wheel, unpack, check, report (the steps
+    are :mod:`pp_attr_lint.audit`'s)."""
+    from .audit import AuditError, prepare
+
+    try:
+        wheel, folder, pkgs, argv = prepare(args)
+    except AuditError as e:
+        print(f"pp-attr-lint: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+    check_args = build_parser(with_validate=False).parse_args(argv)
+    if args.output_format in ("text", "concise"):
+        print(f"pp-attr-lint: auditing {wheel.name} ({', '.join(pkgs)})", file=sys.stderr)
+    old = os.getcwd()
+    os.chdir(folder)  # findings read `vllm/...`, as in the source tree
+    try:
+        return run_check(check_args)
+    finally:
+        os.chdir(old)
+
+
 def run_check(args) -> int:
     """``pp-attr-lint check``: discover, check, fix or diff, report."""
-    from .checker import check, display_path
     from .config import ConfigError, per_file_ignore, select_rules
+    from .engine.check import cache_salt, check
+    from .engine.parallel import jobs_for
     from .model import Finding
-    from .parallel import jobs_for
-    from .project import Cache, default_cache_dir, discover, environment_paths
+    from .workspace.cache import Cache, default_cache_dir
+    from .workspace.environment import environment_paths
+    from .workspace.files import discover
 
     try:
         cfg = _load_config(args)
@@ -258,9 +279,7 @@ def run_check(args) -> int:
     if not files:
         print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
-    from .plugin import index_spec
-
-    cache = Cache(cache_dir, index_spec(rules).key, enabled=not args.no_cache)
+    cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)
     python = args.python or cfg.python
     try:
@@ -285,28 +304,10 @@ def run_check(args) -> int:
     fix_errors = []
     diff_text = ""
     if args.fix or args.diff:
-        from .fixes import fix_file, write_fix
+        from .fixes import apply_fixes
 
         allowed = ("safe", "unsafe") if args.unsafe_fixes else ("safe",)
-        by_file: dict[str, list] = {}
-        for f in findings:
-            if f.fix is not None and f.fix.applicability in allowed:
-                by_file.setdefault(f.path, []).append(f)
-        for path, fs in by_file.items():
-            ff = fix_file(path, fs, allowed)
-            if ff.error:
-                fix_errors.append(f"{display_path(path)}: {ff.error}")
-                continue
-            if args.diff:
-                diff_text += ff.diff(display_path(path))
-                fixed += ff.fixed
-                continue
-            try:
-                write_fix(ff)
-            except (OSError, UnicodeEncodeError) as e:
-                fix_errors.append(f"{display_path(path)}: cannot write the fix: {e}")
-                continue
-            fixed += ff.fixed
+        fixed, fix_errors, diff_text = apply_fixes(findings, allowed, diff=args.diff)
         fixed_ids = {id(f) for f in fixed}
         if not args.diff:
             findings = [f for f in findings if id(f) not in fixed_ids]

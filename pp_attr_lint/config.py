@@ -26,8 +26,9 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .project import DEFAULT_EXCLUDE
-from .rules import Rule, RuleError, all_rules
+from .rule_api import Rule
+from .rule_registry import RuleError, all_rules
+from .workspace.files import DEFAULT_EXCLUDE
 
 KEYS = {"select", "extend-select", "ignore", "exclude", "extend-exclude", "per-file-ignores", "rules", "src",
         "cache-dir", "python", "unresolved"}

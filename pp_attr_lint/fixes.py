@@ -25,7 +25,7 @@ from libcst.codemod import (CodemodContext, TransformExit, TransformFailure, Tra
 from libcst.metadata import PositionProvider
 
 from .model import Edit, Finding
-from .textio import SourceFile, read_source, write_source_atomic
+from .textio import SourceFile, display_path, read_source, write_source_atomic
 
 
 def _with_path(expr: cst.BaseExpression, path: list[str]) -> cst.BaseExpression:
@@ -184,3 +184,35 @@ def write_fix(ff: FileFix) -> None:
     if ff.error or ff.new == ff.old or ff.source is None:
         return
     write_source_atomic(Path(ff.path), ff.new, ff.source)
+
+
+def apply_fixes(findings: list[Finding], allowed: tuple[str, ...], diff: bool = False) -> tuple[list, list, str]:
+    """Fix every file that ``findings`` (a check's, sorted) have fixes of an ``allowed``
+    applicability for: written in place (:func:`write_fix`), or with ``diff`` only shown.
+
+    Returns ``(fixed, errors, diff_text)``: the findings fixed (or that the diff fixes), one
+    message per file that could not be fixed or written (``path: why``), and the unified diff of
+    every file (empty unless ``diff``).  Raises nothing for a file it cannot fix or write."""
+    fixed: list[Finding] = []
+    fix_errors: list[str] = []
+    diff_text = ""
+    by_file: dict[str, list] = {}
+    for f in findings:
+        if f.fix is not None and f.fix.applicability in allowed:
+            by_file.setdefault(f.path, []).append(f)
+    for path, fs in by_file.items():
+        ff = fix_file(path, fs, allowed)
+        if ff.error:
+            fix_errors.append(f"{display_path(path)}: {ff.error}")
+            continue
+        if diff:
+            diff_text += ff.diff(display_path(path))
+            fixed += ff.fixed
+            continue
+        try:
+            write_fix(ff)
+        except (OSError, UnicodeEncodeError) as e:
+            fix_errors.append(f"{display_path(path)}: cannot write the fix: {e}")
+            continue
+        fixed += ff.fixed
+    return fixed, fix_errors, diff_text

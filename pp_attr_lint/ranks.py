@@ -27,7 +27,7 @@ import itertools
 from typing import Any
 
 from . import facts as F
-from .index import child_nodes, dotted_name, ref_chain
+from .index.summary import child_nodes, dotted_name, ref_chain
 
 TRUE = ("T",)
 FIRST = ("a", "@first")
@@ -542,7 +542,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
 
 
 # -- judging -----------------------------------------------------------------------------------
-from .placeholder import FACTS_KEY  # noqa: E402  (one key for collector and rules)
+from .index.spec import RANK_FACTS_KEY as FACTS_KEY  # noqa: E402  (one key for collector and rules)
 
 
 class RankFacts:
@@ -784,7 +784,7 @@ class RankFacts:
 
     def receiver_classes(self, chain: tuple, cls: str | None, fline: int):
         """Classes ``chain`` may be in the function at ``fline`` of class ``cls`` of this file."""
-        from .index import scopes_by_line
+        from .index.summary import scopes_by_line
 
         skey = ("scopes", self.ctx.file.path)
         scopes = self.ctx.shared.get(skey)

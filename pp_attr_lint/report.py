@@ -12,7 +12,7 @@ from typing import TextIO
 
 from . import __version__
 from .model import Finding, NotJudged
-from .rules import Rule
+from .rule_api import Rule
 from .textio import display_path
 from .unjudged import describe, summary_line
 

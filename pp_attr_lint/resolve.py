@@ -1,6 +1,6 @@
 """Resolve: what a name, a class and a receiver expression are, across the files of a project.
 
-Input is the per-file summaries of :mod:`pp_attr_lint.index`, loaded lazily through a
+Input is the per-file summaries of :mod:`pp_attr_lint.index.summary`, loaded lazily through a
 :class:`SummarySource` (so only the files a finding can depend on are read).  Output is
 *class keys* ``(module, class_name)`` or ``None`` when something cannot be resolved; every caller
 treats ``None`` as "stay silent" (precision over recall).
@@ -580,7 +580,7 @@ class Resolver:
 
     # -- values and receivers ------------------------------------------------------------------
     def resolve_ann(self, module: str, ann: str | None) -> set[ClassKey] | None:
-        """The classes an annotation string of :mod:`pp_attr_lint.index` admits: ``{cls}``, plus
+        """The classes an annotation string of :mod:`pp_attr_lint.index.summary` admits: ``{cls}``, plus
         :data:`NONE_KEY` for ``"?X"`` (``Optional[X]``, ``X | None``, a ``None`` default)."""
         if ann is None:
             return self._fail("receiver-unresolved", "no class annotation")
@@ -592,7 +592,7 @@ class Resolver:
 
     def value_candidates(self, desc: tuple, module: str, cls: ClassKey | None, scope: dict | None, depth: int = 0,
                          inst: ClassKey | None = None) -> set[ClassKey] | None:
-        """Classes an assigned value may be an instance of (see :mod:`pp_attr_lint.index` for
+        """Classes an assigned value may be an instance of (see :mod:`pp_attr_lint.index.summary` for
         value descriptors; :data:`NONE_KEY` for ``None``).  ``inst`` is the class of ``self``
         (for ``self.build(...)``; default ``cls``).  ``None`` when unresolved (reason in
         :attr:`why`)."""

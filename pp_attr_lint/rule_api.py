@@ -4,7 +4,7 @@ A rule lives in one folder under ``rules/`` (``rules/PPA101/``):
 
 * ``rule.py`` defines ``RULE``, an instance of a :class:`Rule` subclass, or ``rule.yaml`` declares
   a data rule of a kind the engine knows (``wrapper-attribute``: PPA001's resolution, see
-  :mod:`pp_attr_lint.wrapper`);
+  :mod:`pp_attr_lint.kinds.wrapper`);
 * ``README.md`` holds its documentation in ruff's sections (``## What it does``, ``## Why is this
   bad?``, ``## Example``, ``## Fix safety``, ``## References``);
 * ``cases/`` holds annotated case files (``# ruleid: CODE`` / ``# ok: CODE`` on the line before the
@@ -30,15 +30,16 @@ every checked file.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
+from .index.spec import IndexSpec, LineIndex
 from .model import Edit, Finding, Fix
 
 if TYPE_CHECKING:  # pragma: no cover
     import ast
 
-    from .project import FileState, Project
     from .resolve import Resolver
+    from .workspace.project import FileState, Project
 
 
 @dataclass
@@ -89,7 +90,7 @@ class Rule:
         """Resolve now what :meth:`check` will ask the resolver about a checked module (``module``,
         its ``summary``), e.g. ``resolver.mro((module, name))`` of the classes it judges.  A speed
         hint, never a change of result: it runs in the processes that summarize the files (see
-        :meth:`pp_attr_lint.project.Project.scan`), with a resolver of their own whose answers are
+        :class:`pp_attr_lint.engine.scan.Scan`), with a resolver of their own whose answers are
         dropped; only the summaries of the modules it leads to are kept, so that the checks find
         them ready instead of making them one by one.  It may raise
         :class:`pp_attr_lint.resolve.Unresolved`.  Default: nothing."""
@@ -125,7 +126,7 @@ class Rule:
 class FileContext:
     """What :meth:`Rule.check` gets for one checked file.
 
-    ``file.summary`` is the file's index summary (:mod:`pp_attr_lint.index`), with the rule's own
+    ``file.summary`` is the file's index summary (:mod:`pp_attr_lint.index.summary`), with the rule's own
     facts under ``facts(code)``; ``resolver`` answers questions across files; ``project`` finds other
     modules' summaries (``project.summary(module)``); ``checked`` lists every checked file of the
     project group (for rules that look at stores or uses in other files); ``shared`` is a dict kept
@@ -164,54 +165,12 @@ class FileContext:
         return s.get("facts", {}).get(code)
 
 
-class LineIndex:
-    """Converts ``ast`` UTF-8 byte columns to character columns, line by line, lazily."""
-
-    def __init__(self, source: str):
-        self.lines = source.splitlines(keepends=True)
-        self._all_ascii = source.isascii()
-
-    def col(self, lineno: int, byte_col: int) -> int:
-        i = lineno - 1
-        if self._all_ascii or i >= len(self.lines) or self.lines[i].isascii():
-            return byte_col
-        return len(self.lines[i].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
-
-    def text(self, lineno: int) -> str:
-        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
 
 
-@dataclass(frozen=True)
-class IndexSpec:
-    """What the enabled rules ask of the index: the attribute names whose reads are recorded, the
-    rules' own prefilters (see :func:`pp_attr_lint.project.make_prefilter`), and the rules' own
-    collectors ``(code, collect)``; ``key`` names all of it for the cache."""
-
-    attrs: frozenset[str]
-    prefilters: tuple[Callable, ...] = ()
-    collectors: tuple[tuple[str, Callable], ...] = ()
-    key: str = ""
-    # the rule code of each of `prefilters` (bit k of a prefilter mask is prefilter_codes[k];
-    # the next bit is the watched-attribute test)
-    prefilter_codes: tuple[str, ...] = ()
-    # the rules that resolve ahead (Rule.prefetch overridden; not part of `key`: they change no
-    # summary)
-    prefetchers: tuple[Any, ...] = ()
-
-    def wants(self, rule, mask: int | bool) -> bool:
-        """Whether ``rule`` checks a file whose prefilter mask is ``mask``: its own prefilter's
-        bit, or the watched-attribute bit (a file with a layer-range read on another object is
-        checked by every rule: the reads the index records are what several rules judge); a
-        rule without a prefilter of its own checks every file that is checked."""
-        if mask is True or mask >> len(self.prefilter_codes) & 1:
-            return True
-        if rule.code in self.prefilter_codes:
-            return bool(mask >> self.prefilter_codes.index(rule.code) & 1)
-        return not rule.attributes
 
 
 def index_spec(rules) -> IndexSpec:
-    """The :class:`IndexSpec` of ``rules`` (:class:`pp_attr_lint.plugin.Rule` instances)."""
+    """The :class:`~pp_attr_lint.index.spec.IndexSpec` of ``rules`` (:class:`Rule` instances)."""
     attrs = frozenset(a for r in rules for a in r.attributes)
     # a rule whose prefilter is the default one and has no needles asks for nothing
     own_pf = [r for r in rules if type(r).prefilter is not Rule.prefilter or r.needles]
@@ -223,5 +182,17 @@ def index_spec(rules) -> IndexSpec:
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
                     ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
-    prefetchers = tuple(r for r in rules if type(r).prefetch is not Rule.prefetch)
-    return IndexSpec(attrs, prefilters, collectors, key, tuple(r.code for r in own_pf), prefetchers)
+    return IndexSpec(attrs, prefilters, collectors, key, tuple(r.code for r in own_pf))
+
+
+def wants(spec: IndexSpec, rule: Rule, mask: int | bool) -> bool:
+    """Whether ``rule`` checks a file whose prefilter mask is ``mask``: its own prefilter's
+    bit, or the watched-attribute bit (a file with a layer-range read on another object is
+    checked by every rule: the reads the index records are what several rules judge); a
+    rule without a prefilter of its own checks every file that is checked."""
+    if mask is True or mask >> len(spec.prefilter_codes) & 1:
+        return True
+    if rule.code in spec.prefilter_codes:
+        return bool(mask >> spec.prefilter_codes.index(rule.code) & 1)
+    return not rule.attributes
+

@@ -1,6 +1,6 @@
 """The rule registry: find the rule folders (``rules/<CODE>/``) and a project's own rule files.
 
-A built-in rule is one folder (see :mod:`pp_attr_lint.plugin`): ``rule.py`` defining ``RULE`` or
+A built-in rule is one folder (see :mod:`pp_attr_lint.rule_api`): ``rule.py`` defining ``RULE`` or
 ``rule.yaml`` (a data rule of the ``wrapper-attribute`` kind), ``README.md`` with its documentation,
 ``cases/`` with its annotated cases.  A project adds rules of the ``wrapper-attribute`` kind with
 YAML files (``rules = ["lint/embed_tokens.yaml"]`` in ``[tool.pp-attr-lint]``).
@@ -25,7 +25,7 @@ import re
 import sys
 from pathlib import Path
 
-from .plugin import Rule
+from .rule_api import Rule
 from .settings import Factory, Settings
 
 __all__ = ["Rule", "RuleError", "all_rules", "builtin_rule_folder", "load_rule_file", "parse_rule", "parse_docs"]
@@ -68,12 +68,12 @@ def _yaml(text: str, src: str):
 
 def parse_rule(text: str, src: str, data=None) -> Rule:
     """Parse one data rule from YAML ``text`` (or from ``data``, its already-parsed form); ``src``
-    names it in error messages.  Returns a :class:`pp_attr_lint.wrapper.WrapperAttributeRule`.
+    names it in error messages.  Returns a :class:`pp_attr_lint.kinds.wrapper.WrapperAttributeRule`.
 
     Raises:
         RuleError: not YAML, not a mapping, an unknown or missing key, or a bad value.
     """
-    from .wrapper import WrapperAttributeRule
+    from .kinds.wrapper import WrapperAttributeRule
 
     if data is None:
         data = _yaml(text, src)
@@ -237,7 +237,7 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
     rule = parse_rule(text, src, data)
     if memo is not None:
         try:
-            from .project import _atomic_write
+            from .workspace.cache import _atomic_write
 
             _atomic_write(memo, marshal.dumps((os.path.abspath(path), data)))
         except (OSError, ValueError):

@@ -121,7 +121,7 @@ def main() -> int:
         shutil.rmtree(work, ignore_errors=True)
     a, c, w, sw = (min(x[0] for x in t) for t in (ast_t, cold_t, warm_t, serial_t))
     ac, cc, wc, sc = (min(x[1] for x in t) for t in (ast_t, cold_t, warm_t, serial_t))
-    from pp_attr_lint.parallel import default_jobs
+    from pp_attr_lint.engine.parallel import default_jobs
     print(f"tree: {tree} ({len(paths)} files, {lines} lines); findings: {findings}")
     print(f"best of {args.repeat}, wall: ast.parse all files {a:.3f} s | pp-attr-lint cold {c:.3f} s | warm {w:.3f} s")
     print(f"best of {args.repeat}, CPU:  ast.parse all files {ac:.3f} s | pp-attr-lint cold {cc:.3f} s | warm {wc:.3f} s")

@@ -11,7 +11,8 @@ import subprocess
 import sys
 
 from helpers import FIXTURES, REPO, run_cli
-from pp_attr_lint.project import Cache, _read_pack, make_prefilter
+from pp_attr_lint.index.prefilter import make_prefilter
+from pp_attr_lint.workspace.cache import Cache, _read_pack
 
 SEED = FIXTURES / "seed"
 
@@ -144,7 +145,7 @@ def test_a_file_saved_during_a_run_is_read_again_next_time(tmp_path):
     script = tmp_path / "edit_during.py"
     script.write_text(
         "import os, sys\n"
-        "from pp_attr_lint import project as P\n"
+        "from pp_attr_lint.workspace import project as P\n"
         "read = P._read_bytes\n"
         "def _read_bytes(path):\n"
         "    data = read(path)\n"

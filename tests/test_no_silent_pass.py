@@ -336,7 +336,7 @@ def test_or_expression_may_be_none(seed):
 def test_environment_paths_leave_out_the_standard_library():
     import sysconfig
 
-    from pp_attr_lint.project import environment_paths
+    from pp_attr_lint.workspace.environment import environment_paths
 
     paths = environment_paths()
     assert os.path.abspath(sysconfig.get_paths()["stdlib"]) not in paths

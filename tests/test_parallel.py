@@ -10,8 +10,8 @@ import time
 import pytest
 
 from helpers import FIXTURES, REPO, run_cli
-from pp_attr_lint import parallel
-from pp_attr_lint.project import _read_pack
+from pp_attr_lint.engine import parallel
+from pp_attr_lint.workspace.cache import _read_pack
 
 pytestmark = pytest.mark.skipif(not parallel.can_fork(), reason="workers are forked on Linux only")
 
@@ -152,11 +152,13 @@ def test_scan_resolves_ahead_the_bases_the_rules_name(tmp_path):
     """With ``ahead``, the processes that summarize the files also summarize the modules the MROs
     of the classes the rules name lead to (PPA301's skipping class: its base's module, which no
     prefilter selects), so the checks find them ready; without it they are left to the checks."""
+    from pp_attr_lint.engine.scan import Scan
     from pp_attr_lint.facts import merged_settings
-    from pp_attr_lint.plugin import index_spec
-    from pp_attr_lint.project import Cache, Project
     from pp_attr_lint.resolve import Resolver
-    from pp_attr_lint.rules import all_rules
+    from pp_attr_lint.rule_api import index_spec
+    from pp_attr_lint.rule_registry import all_rules
+    from pp_attr_lint.workspace.cache import Cache
+    from pp_attr_lint.workspace.project import Project
 
     pkg = tmp_path / "pkg"
     shutil.copytree(REPO / "rules" / "PPA301" / "cases" / "skipped_init" / "pkg", pkg)
@@ -169,7 +171,7 @@ def test_scan_resolves_ahead_the_bases_the_rules_name(tmp_path):
     for ahead in (None, lambda p: Resolver(p, settings)):
         project = Project([tmp_path], spec, Cache(None, spec.key, enabled=False))
         states = [project.file_state(str(p)) for p in sorted(pkg.glob("*.py"))]
-        checked = project.scan(states, frozenset(), 2, ahead=ahead)
+        checked = Scan(project, rules, ahead=ahead).run(states, frozenset(), 2)
         base = project.state_of(str(pkg / "base.py"))
         got[ahead is None] = ([os.path.basename(st.path) for st in checked], base is not None and base.summary is not None)
     assert got[True][0] == got[False][0] == ["eagle.py"]  # base.py is no prefilter hit

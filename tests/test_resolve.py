@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from pp_attr_lint.project import Cache, Project
 from pp_attr_lint.facts import default_settings
-from pp_attr_lint.index import IndexSpec
+from pp_attr_lint.index.spec import IndexSpec
 from pp_attr_lint.resolve import EXTERNAL, NONE_KEY, Factory, Resolver, Unresolved
+from pp_attr_lint.workspace.cache import Cache
+from pp_attr_lint.workspace.project import Project
 
 ATTRS = frozenset({"start_layer", "end_layer"})
 MODULE = (EXTERNAL, "torch.nn.Module")

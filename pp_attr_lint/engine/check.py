@@ -1,8 +1,12 @@
 """Check: run the rules over the checked files, apply noqa and per-file ignores, collect findings.
 
-:func:`check` is the one entry point: files in, findings out.  Every enabled rule (see
-:mod:`pp_attr_lint.plugin`) runs on every checked file with one shared resolver per project group;
-what a rule could not judge comes back as :class:`~pp_attr_lint.model.NotJudged` records.
+:func:`check` is the one entry point: files in, findings out.  Files are grouped into projects
+(:mod:`pp_attr_lint.workspace`), scanned (:mod:`pp_attr_lint.engine.scan`: read, prefiltered and
+summarized, in forked processes when many changed), and every enabled rule (see
+:mod:`pp_attr_lint.rule_api`) runs on every checked file it wants with one shared resolver per
+project group; what a rule could not judge comes back as :class:`~pp_attr_lint.model.NotJudged`
+records.  A run's result is memoized in the cache and replayed while the files it depended on are
+unchanged, without importing any analysis code.
 """
 
 from __future__ import annotations
@@ -13,10 +17,50 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .model import Finding, NotJudged
-from .project import Cache, Project
-from .rules import Rule
-from .textio import display_path  # noqa: F401  (re-exported for the CLI and reports)
+from ..model import Finding, NotJudged
+from ..rule_api import Rule
+from ..textio import display_path
+from ..workspace.cache import Cache
+from ..workspace.project import Project
+
+
+def code_stamp() -> str:
+    """(mtime, size) of the modules that decide a result (every module of the analyzer, in every
+    subpackage, and the built-in rules' code), so that an edited checkout or an upgraded install
+    never reads results an older analyzer wrote."""
+    from ..rule_registry import builtin_rule_folder
+
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    names = []
+    for d, dirs, files in os.walk(here):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        names += sorted(os.path.join(d, n) for n in files if n.endswith(".py"))
+    folder = builtin_rule_folder()
+    try:
+        names += sorted(str(p) for p in folder.glob("*/rule.py"))
+    except OSError:
+        pass
+    out = []
+    for name in names:
+        try:
+            s = os.stat(name)
+            out.append(f"{s.st_mtime_ns}:{s.st_size}")
+        except OSError:
+            out.append("-")
+    return ",".join(out)
+
+
+def cache_salt(rules: list[Rule]) -> str:
+    """What every cache entry of a run with ``rules`` depends on besides the files: the
+    pp-attr-lint version, the summary format, the Python version, what the rules ask of the index
+    and :func:`code_stamp` (the ``salt_src`` of :class:`~pp_attr_lint.workspace.cache.Cache`)."""
+    import sys
+
+    from .. import __version__
+    from ..index.spec import SUMMARY_VERSION
+    from ..rule_api import index_spec
+
+    return f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{index_spec(rules).key}|{code_stamp()}"
 
 
 @dataclass
@@ -84,8 +128,8 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         ignore_for: ``(path, code) -> bool``; true drops the finding (``per-file-ignores``).
         env_paths: the import folders of the Python environment (site-packages, ...), searched
             after the checked tree and ``src`` for packages neither holds (see
-            :func:`pp_attr_lint.project.environment_paths`); ``None``: none.
-        jobs: processes that may summarize the files (see :mod:`pp_attr_lint.parallel`); the
+            :func:`pp_attr_lint.workspace.environment.environment_paths`); ``None``: none.
+        jobs: processes that may summarize the files (see :mod:`pp_attr_lint.engine.parallel`); the
             result is the same for any number.
 
     Returns:
@@ -97,8 +141,9 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     import hashlib
     import marshal
 
-    from .model import finding_from_dict, finding_to_dict, not_judged_from_dict, not_judged_to_dict
-    from .project import environment_stamp, unchanged
+    from ..model import finding_from_dict, finding_to_dict, not_judged_from_dict, not_judged_to_dict
+    from ..workspace.environment import environment_stamp
+    from ..workspace.project import unchanged
 
     paths = [os.path.abspath(f) for f in files]
     env_paths = list(env_paths or ())
@@ -127,7 +172,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         if ignore_for and ignore_for(f.path, f.code):
             continue
         if f.path not in sources:
-            from .textio import read_source
+            from ..textio import read_source
 
             sources[f.path] = read_source(f.path).text
         row = f.noqa_row or f.row
@@ -158,9 +203,10 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
     ``__init__.py`` (a PEP 420 namespace portion) is named from the ``src`` folder that holds it
     or from the absolute imports its files use; a lone file with relative imports is checked as
     the one module of a ``src`` or installed package it matches (see :func:`infer_module`)."""
-    from .facts import merged_settings
-    from .plugin import index_spec
-    from .project import package_root
+    from ..facts import merged_settings
+    from ..rule_api import index_spec
+    from ..workspace.files import package_root
+    from ..workspace.modules import as_module_project, has_relative_imports, infer_module, namespace_roots, remapped
 
     spec = index_spec(rules)
     # packages whose classes the facts declare attribute-less (torch, typing) are never read from
@@ -179,17 +225,17 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
         touched.update(project.touched)
 
     if as_module:
-        run(*_as_module_project(as_module, paths, spec, cache, src, env_paths, external))
+        run(*as_module_project(as_module, paths, spec, cache, src, env_paths, external))
         return touched, findings, unjudged, notes
     groups: dict[str, list[tuple[str, str]]] = {}
     lone: list[tuple[str, str]] = []
-    remap = _namespace_roots(paths, src)
+    remap = namespace_roots(paths, src)
     for p in paths:
         root, mod = package_root(p)
         if root in remap:
             new_root, prefix = remap[root]
             root, mod = new_root, ".".join(prefix + (mod,))
-        elif "." not in mod and os.path.basename(p) != "__init__.py" and _has_relative_imports(p):
+        elif "." not in mod and os.path.basename(p) != "__init__.py" and has_relative_imports(p):
             inferred = infer_module(p, src, env_paths)
             if inferred is not None:
                 lone.append((p, inferred))
@@ -199,167 +245,11 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
         groups.setdefault(root, []).append((p, mod))
     for root, group in groups.items():
         project = Project([root, *src], spec, cache, env_roots=env_paths, external=external)
-        renamed = root in _remapped(remap)
+        renamed = root in remapped(remap)
         run(project, [project.file_state(p, mod, root=root) if renamed else project.file_state(p) for p, mod in group])
     for p, mod in lone:
-        run(*_as_module_project(mod, [p], spec, cache, src, env_paths, external))
+        run(*as_module_project(mod, [p], spec, cache, src, env_paths, external))
     return touched, findings, unjudged, notes
-
-
-def _remapped(remap: dict) -> set[str]:
-    return {v[0] for v in remap.values()}
-
-
-def _as_module_project(as_module, paths, spec, cache, src, env_paths, external=frozenset()):
-    """The project and file states for ``paths`` checked as module ``as_module``: every ``src``
-    folder, then the folder that holds ``as_module``'s top package, then the environment."""
-    roots = [Path(s) for s in src]
-    env = list(env_paths)
-    for r in _module_roots(as_module, src, env_paths):
-        if str(os.path.abspath(r)) not in [os.path.abspath(x) for x in roots] + [os.path.abspath(e) for e in env]:
-            env.insert(0, str(r))  # a folder on sys.path: searched like the environment (torch stays external)
-    project = Project(roots, spec, cache, env_roots=env, external=external)
-    return project, [project.file_state(p, as_module) for p in paths]
-
-
-_IMPORT_RE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
-
-
-def _imports(path: str) -> list[tuple[int, str]]:
-    """``(level, module)`` of the ``import``/``from ... import`` lines of ``path`` (a quick text scan)."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError:
-        return []
-    out = []
-    for m in _IMPORT_RE.finditer(data):
-        if m.group(3) is not None:
-            out.append((0, m.group(3).decode("ascii", "replace")))
-        else:
-            out.append((len(m.group(1)), m.group(2).decode("ascii", "replace")))
-    return out
-
-
-def _has_relative_imports(path: str) -> bool:
-    return any(level > 0 for level, _ in _imports(path))
-
-
-def _namespace_roots(paths: list[str], src) -> dict[str, tuple[str, tuple[str, ...]]]:
-    """For folders that hold checked files but no ``__init__.py`` (PEP 420 namespace portions):
-    ``{folder: (import root, module prefix)}``.  The prefix comes from the deepest ``src`` folder
-    above it, else from an absolute import of one of its files whose leading names match the
-    folder's own path and whose target exists below the root (``pkg/runtime/models/a.py``
-    importing ``pkg.runtime.models.b`` -> root ``pkg``'s parent, prefix ``pkg.runtime.models``)."""
-    from .project import package_root
-
-    src_abs = sorted((os.path.abspath(s) for s in src), key=len, reverse=True)
-    out: dict[str, tuple[str, tuple[str, ...]]] = {}
-    tried: set[str] = set()
-    for p in paths:
-        root, mod = package_root(p)
-        if root in tried:
-            continue
-        tried.add(root)
-        for s in src_abs:
-            if root != s and root.startswith(s.rstrip(os.sep) + os.sep):
-                out[root] = (s, tuple(os.path.relpath(root, s).split(os.sep)))
-                break
-        else:
-            top = _enclosing_package(root)
-            if top is not None:
-                # a folder without __init__.py inside a regular package (sglang/srt/ in sglang/)
-                base = os.path.dirname(top)
-                out[root] = (base, tuple(os.path.relpath(root, base).split(os.sep)))
-                continue
-            # files that lie right in the folder (no __init__.py beside them): their imports tell
-            loose = [x for x in paths if os.path.dirname(x) == root]
-            if not loose:
-                continue  # only regular packages below it: their folders name them
-            parts = root.split(os.sep)
-            for q in loose:
-                for level, target in _imports(q):
-                    t = target.split(".")
-                    if level or len(t) < 2:
-                        continue
-                    for j in range(min(len(t) - 1, len(parts) - 1), 0, -1):
-                        if parts[-j:] == t[:j]:
-                            base = os.sep.join(parts[:-j]) or os.sep
-                            rel = os.path.join(base, *t)
-                            if os.path.isfile(rel + ".py") or os.path.isdir(rel):
-                                out[root] = (base, tuple(t[:j]))
-                                break
-                    if root in out:
-                        break
-                if root in out:
-                    break
-    return out
-
-
-def _enclosing_package(folder: str, levels: int = 8) -> str | None:
-    """The highest folder above ``folder`` (at most ``levels`` up) that holds an ``__init__.py``,
-    when there is one: ``folder`` is then a namespace portion inside that package."""
-    found = None
-    d = folder
-    for _ in range(levels):
-        parent = os.path.dirname(d)
-        if parent == d:
-            break
-        d = parent
-        if os.path.isfile(os.path.join(d, "__init__.py")):
-            found = d
-    return found
-
-
-def infer_module(path: str, src, env_paths) -> str | None:
-    """The module a lone file (no package around it) is a copy of: the one module named like the
-    file in the packages of the ``src`` folders and the environment whose package satisfies all
-    of the file's relative imports (each target exists as a module or package).  ``None`` when
-    no module or more than one matches."""
-    rel = [(level, target) for level, target in _imports(path) if level > 0]
-    stem = os.path.basename(path)[:-3]
-    matches: list[str] = []
-    for base in dict.fromkeys([os.path.abspath(s) for s in src] + list(env_paths)):
-        for cand in _modules_named(base, stem):
-            if os.path.abspath(cand) == os.path.abspath(path):
-                continue
-            parts = os.path.relpath(cand, base)[:-3].split(os.sep)
-            if all(_relative_target_exists(base, parts, level, target) for level, target in rel):
-                name = ".".join(parts)
-                if name not in matches:
-                    matches.append(name)
-    return matches[0] if len(matches) == 1 else None
-
-
-def _modules_named(base: str, stem: str) -> list[str]:
-    """Files ``stem.py`` inside regular packages (folders with ``__init__.py``) under ``base``."""
-    out = []
-    try:
-        tops = [e for e in os.scandir(base) if e.is_dir() and os.path.isfile(os.path.join(e.path, "__init__.py"))]
-    except OSError:
-        return out
-    stack = [e.path for e in tops]
-    while stack:
-        d = stack.pop()
-        f = os.path.join(d, stem + ".py")
-        if os.path.isfile(f):
-            out.append(f)
-        try:
-            for e in os.scandir(d):
-                if e.is_dir(follow_symlinks=False) and e.name != "__pycache__" and os.path.isfile(os.path.join(e.path, "__init__.py")):
-                    stack.append(e.path)
-        except OSError:
-            continue
-    return out
-
-
-def _relative_target_exists(base: str, parts: list[str], level: int, target: str) -> bool:
-    pkg = parts[:-1]
-    if level - 1 > len(pkg) or (level - 1 == len(pkg) and not target):
-        return False
-    pkg = pkg[: len(pkg) - (level - 1)]
-    full = os.path.join(base, *pkg, *(target.split(".") if target else []))
-    return os.path.isfile(full + ".py") or os.path.isdir(full)
 
 
 def _analyze_group(project: Project, states: list, rules, explicit,
@@ -367,9 +257,10 @@ def _analyze_group(project: Project, states: list, rules, explicit,
     """Run every rule on every checked file of one project group, with one shared resolver.  A
     rule's ``check`` yields findings and :class:`NotJudged` records (reads it could not judge).
     The files the prefilter accepts are summarized first, over up to ``jobs`` processes."""
-    from .facts import merged_settings
-    from .plugin import FileContext
-    from .resolve import Resolver, Unresolved
+    from ..facts import merged_settings
+    from ..resolve import Resolver, Unresolved
+    from ..rule_api import FileContext, wants
+    from .scan import Scan
 
     findings: list[Finding] = []
     unjudged: list[NotJudged] = []
@@ -377,7 +268,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
     checked = []
     settings = merged_settings([r.settings for r in rules if r.settings is not None])
     # in worker processes when many files changed, resolving ahead what the rules will ask for
-    for st in project.scan(states, explicit, jobs, ahead=lambda p: Resolver(p, settings)):
+    for st in Scan(project, rules, ahead=lambda p: Resolver(p, settings)).run(states, explicit, jobs):
         summary = project.load(st)
         if st.error or st.syntax_error:
             findings.append(_broken_file(st))
@@ -392,7 +283,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
         file_unjudged = []
         mask = True if st.path in explicit else (st.hit or 0)
         for rule in rules:
-            if not project.spec.wants(rule, mask):
+            if not wants(project.spec, rule, mask):
                 continue  # its prefilter turned the file down: another rule's hit made it checked
             try:
                 got = list(rule.check(ctx))
@@ -426,7 +317,7 @@ def _broken_file(st) -> Finding:
 
 def _drop_noqa(path: str, records: list[NotJudged]) -> list[NotJudged]:
     """``records`` without those on a line whose ``# noqa`` covers their rule."""
-    from .textio import read_source
+    from ..textio import read_source
 
     try:
         marks = noqa_map(read_source(path).text)
@@ -435,17 +326,3 @@ def _drop_noqa(path: str, records: list[NotJudged]) -> list[NotJudged]:
     return [n for n in records if not ((c := marks.get(n.row)) and ("*" in c or n.code in c))]
 
 
-def _module_roots(module: str, src: list[Path], env_paths=()) -> list[Path]:
-    """Folders where ``module``'s top package can be found: ``src`` first, then the environment's
-    folders, then ``sys.path`` (found with :func:`importlib.machinery.PathFinder.find_spec`,
-    which imports nothing)."""
-    import importlib.machinery
-
-    top = module.split(".")[0]
-    for s in [*src, *env_paths]:
-        if (Path(s) / top).is_dir() or (Path(s) / f"{top}.py").is_file():
-            return [Path(s)]
-    spec = importlib.machinery.PathFinder.find_spec(top)
-    if spec is not None and spec.submodule_search_locations:
-        return [Path(list(spec.submodule_search_locations)[0]).parent]
-    return []

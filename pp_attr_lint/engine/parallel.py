@@ -2,7 +2,7 @@
 
 A cold run spends most of its time reading, prefiltering, parsing and summarizing files (about
 70% on vLLM 0.21.0, ``scripts/bench.py``, with the modules the rules resolve ahead), and that work
-depends on each file alone (see :meth:`pp_attr_lint.project.Project.scan`).  It is split over
+depends on each file alone (see :class:`pp_attr_lint.engine.scan.Scan`).  It is split over
 processes; the rest of the run (the rules' checks, the report) stays in one process.
 
 Workers are forked with :func:`os.fork`: they inherit the function, its items and the rules'

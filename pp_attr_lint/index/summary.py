@@ -42,7 +42,7 @@ import re
 from collections import deque
 from typing import Any
 
-from .plugin import IndexSpec, LineIndex, index_spec  # noqa: F401  (index_spec: re-exported)
+from .spec import IndexSpec, LineIndex
 
 UNKNOWN = ("unknown",)
 NONE = ("none",)

@@ -4,9 +4,8 @@ rules are listed or a warm run replays its cached result, and only a real analys
 
 from __future__ import annotations
 
-from . import facts as F
-
-FACTS_KEY = "pp-ranks"  # the key of ranks.collect's facts in a summary (ranks.FACTS_KEY)
+from .. import facts as F
+from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # the key of ranks.collect's facts in a summary
 NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
 
 
@@ -18,12 +17,12 @@ class PlaceholderRule:
     kinds: tuple[str, ...] = ()  # the use kinds of collect() that the rule judges
 
     def collect(self, tree, lines):
-        from . import ranks
+        from .. import ranks
 
         return ranks.collect(tree, lines)
 
     def check(self, ctx):
-        from . import ranks
+        from .. import ranks
 
         mf = ctx.facts(FACTS_KEY)
         if not mf:

@@ -1,11 +1,11 @@
 """The ``wrapper-attribute`` rule kind: the rule object that ``rule.yaml`` files describe (PPA001,
-PPA002 and a project's own rules).  Kept light; the analysis is :mod:`pp_attr_lint.analysis`."""
+PPA002 and a project's own rules).  Kept light; the analysis is :mod:`pp_attr_lint.kinds.wrapper_analysis`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .plugin import FileContext, Rule
+from ..rule_api import FileContext, Rule
 
 
 @dataclass
@@ -18,9 +18,9 @@ class WrapperAttributeRule(Rule):
     max_path_depth: int = 2
 
     def check(self, ctx: FileContext):
-        from .analysis import RuleRunner
-        from .index import scopes_by_line
-        from .model import NotJudged
+        from ..index.summary import scopes_by_line
+        from ..model import NotJudged
+        from .wrapper_analysis import RuleRunner
 
         runner = ctx.shared.get(("wrapper", self.code))
         if runner is None:

@@ -1,5 +1,5 @@
 """The analysis of the ``wrapper-attribute`` rule kind (PPA001, PPA002 and YAML rules of a
-project, see :mod:`pp_attr_lint.wrapper`): a read of an attribute on a wrapper that does not have
+project, see :mod:`pp_attr_lint.kinds.wrapper`): a read of an attribute on a wrapper that does not have
 it, while the inner module it holds does.
 
 A finding is made only when the receiver's candidate classes are all resolved, none of them can
@@ -9,11 +9,11 @@ the same submodule path.
 
 from __future__ import annotations
 
-from .index import scopes_by_line
-from .model import Edit, Finding, Fix, NotJudged
-from .project import FileState, Project
-from .resolve import EXTERNAL, NONE_KEY, ClassKey, Resolver, Unresolved, Where
-from .textio import display_path
+from ..index.summary import scopes_by_line
+from ..model import Edit, Finding, Fix, NotJudged
+from ..resolve import EXTERNAL, NONE_KEY, ClassKey, Resolver, Unresolved, Where
+from ..textio import display_path
+from ..workspace.project import FileState, Project
 
 
 def _where(w: Where) -> str:
@@ -25,7 +25,7 @@ class RuleRunner:
 
     def __init__(self, rule, project: Project, stores: list | None, resolver: Resolver):
         """``stores``: ``(file state, receiver chain, attr, class, function line)`` of every
-        ``x.attr = ...`` outside its own class in the checked files (see index.py)."""
+        ``x.attr = ...`` outside its own class in the checked files (see pp_attr_lint.index.summary)."""
         self.rule = rule
         self.project = project
         self.resolver = resolver

@@ -1,6 +1,6 @@
 """Architectures of the installed vLLM, and which of them use a given model file.
 
-Standard library plus the linter's own ``ast`` summaries (:func:`pp_attr_lint.index.summarize`);
+Standard library plus the linter's own ``ast`` summaries (:func:`pp_attr_lint.index.summary.summarize`);
 never imports vLLM. Everything is read from the source files of the vLLM package of the
 validate environment:
 
@@ -19,7 +19,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 
-from ..index import summarize
+from ..index.summary import summarize
 
 # Tables of registry.py whose archs generate text (the ones `validate` can serve a request on).
 GENERATIVE_TABLES = ("_TEXT_GENERATION_MODELS", "_MULTIMODAL_MODELS")

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from . import default_python
+from .environment import default_python
 
 DIE_PATCH = '''
 

@@ -25,8 +25,9 @@ import subprocess
 import sys
 import tempfile
 
-from . import EXIT_FAIL, EXIT_OK, RunContext, _env_error, run_arch
 from . import archmap
+from .environment import EXIT_FAIL, EXIT_OK, _env_error
+from .runner import RunContext, run_arch
 
 _IDENT_TAIL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
 
@@ -142,7 +143,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
             entry.update(agree=None, note="not a vLLM model module (give --as-module)")
             continue
         if graph is None:
-            from . import validate_cache_dir
+            from .environment import validate_cache_dir
 
             graph = archmap.cached_import_graph(ctx.vllm_dir, ctx.vllm_version, validate_cache_dir())
         users = archmap.archs_for_modules([module], ctx.registry, graph)[module]

@@ -4,7 +4,7 @@ sets them, while no subclass of it does either (see README.md)."""
 from __future__ import annotations
 
 from pp_attr_lint import facts as F
-from pp_attr_lint.plugin import Rule
+from pp_attr_lint.rule_api import Rule
 
 
 class LayerRangeOnSelf(Rule):
@@ -20,7 +20,7 @@ class LayerRangeOnSelf(Rule):
         from pp_attr_lint.resolve import EXTERNAL, Unresolved
         r = ctx.resolver
         out = []
-        from pp_attr_lint.index import scopes_by_line
+        from pp_attr_lint.index.summary import scopes_by_line
 
         scopes = scopes_by_line(ctx.summary)
         for read in ctx.summary["reads"]:

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint import facts as F
-from pp_attr_lint import placeholder
-from pp_attr_lint.plugin import Rule
+from pp_attr_lint.kinds import placeholder
+from pp_attr_lint.rule_api import Rule
 
 
 _NAMES = tuple(b"." + n.encode() for n in sorted(("embed_tokens", "norm", "lm_head", "final_layernorm", "wte", "ln_f",

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from pp_attr_lint import placeholder
-from pp_attr_lint.plugin import Rule
+from pp_attr_lint.kinds import placeholder
+from pp_attr_lint.rule_api import Rule
 
 
 

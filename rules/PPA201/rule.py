@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint import facts as F
-from pp_attr_lint.plugin import Rule
+from pp_attr_lint.rule_api import Rule
 
 def _stub_kind(fn) -> str:
     """``stub`` when a method body only holds a docstring, ``...``, ``pass`` or
@@ -31,7 +31,7 @@ def _init_end(path: str, cname: str):
     or ``None``."""
     import ast
 
-    from pp_attr_lint.plugin import LineIndex
+    from pp_attr_lint.index.spec import LineIndex
     from pp_attr_lint.textio import read_source
 
     try:

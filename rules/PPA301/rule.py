@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint import facts as F
-from pp_attr_lint.plugin import Rule
+from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path, read_source
 
 
@@ -250,7 +250,7 @@ class SkippedInitAttribute(Rule):
         from pp_attr_lint.resolve import Unresolved
         out = []
         r = ctx.resolver
-        from pp_attr_lint.index import scopes_by_line
+        from pp_attr_lint.index.summary import scopes_by_line
 
         scopes = None
         for read in ctx.summary["reads"]:

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pp_attr_lint import validate
+from pp_attr_lint.validate import environment
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SKIP_REASON = (
@@ -29,7 +29,7 @@ def _skip(reason: str):
 @pytest.fixture(scope="session")
 def vllm_python() -> str:
     """Interpreter of the validate environment; skips the test when there is none."""
-    py = validate.default_python()
+    py = environment.default_python()
     if not py or not os.path.exists(py):
         _skip(SKIP_REASON)
     probe = subprocess.run(

@@ -7,6 +7,7 @@ import stat
 import time
 
 from pp_attr_lint import validate
+from pp_attr_lint.validate import runner
 
 
 def _args(**kw) -> argparse.Namespace:
@@ -32,7 +33,7 @@ def test_driver_exit_kills_its_children(tmp_path):
     fake = tmp_path / "python"
     fake.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
-    rep = validate._run_one("X", [], _args(timeout=60), str(fake), quiet=True)
+    rep = runner._run_one("X", [], _args(timeout=60), str(fake), quiet=True)
     assert rep["outcome"] == "FAIL" and rep["failure"]["type"] == "EngineExited"
     child = int(pidfile.read_text())
     for _ in range(50):
@@ -48,7 +49,7 @@ def test_timeout_kills_the_tree(tmp_path):
     fake.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nsleep 300\n")
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     t = time.time()
-    rep = validate._run_one("X", [], _args(timeout=2), str(fake), quiet=True)
+    rep = runner._run_one("X", [], _args(timeout=2), str(fake), quiet=True)
     assert time.time() - t < 30
     assert rep["outcome"] == "FAIL" and rep["timed_out"] and rep["failure"]["type"] == "Timeout"
     assert not _alive(int(pidfile.read_text()))

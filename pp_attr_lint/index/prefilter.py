@@ -1,0 +1,79 @@
+"""The byte prefilter: which files can hold something the enabled rules want, decided from the
+bytes alone (no decoding, no parsing), for every file of every run."""
+
+from __future__ import annotations
+
+
+def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
+    """A bytes -> int test: bit ``k`` is set when the rules' own ``prefilters[k]`` (bytes -> bool)
+    accepts the file, bit ``len(prefilters)`` when the file can contain a watched read with a
+    receiver other than plain ``self`` (``x.start_layer``, ``a.b.start_layer``, ``(...).start_layer``,
+    ``getattr(x, "start_layer")``); 0 means no rule wants the file.  It may say yes too often
+    (comments), never too rarely.
+
+    It looks for the names with :meth:`bytes.find` and inspects only a short window before each
+    occurrence of an attribute, which is much faster than a regular expression over the whole file."""
+    attr_needles = [a.encode() for a in sorted(attrs)]
+    attr_bit = 1 << len(prefilters)
+
+    def hit(data: bytes) -> int:
+        mask = 0
+        for k, pf in enumerate(prefilters):
+            if pf(data):
+                mask |= 1 << k
+        return mask | (attr_bit if attrs_hit(data) else 0)
+
+    def attrs_hit(data: bytes) -> bool:
+        for needle in attr_needles:
+            i = data.find(needle)
+            n = len(needle)
+            while i >= 0:
+                end = i + n
+                if (end >= len(data) or data[end] not in _WORD) and (i == 0 or data[i - 1] not in _WORD):
+                    prev = data[i - 1:i]
+                    if prev in (b'"', b"'") and data[end:end + 1] == prev:
+                        return True  # getattr(x, "start_layer")
+                    if _other_receiver(data, i):
+                        return True
+                i = data.find(needle, end)
+        return False
+
+    return hit
+
+
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+_BLANK = frozenset(b" \t\n\r\f\v\\")  # what may stand between a receiver, its dot and the name
+
+
+_WINDOW = 256  # bytes before an attribute name read for its receiver
+
+
+def _other_receiver(data: bytes, i: int) -> bool:
+    """Whether the name at byte ``i`` follows a receiver other than plain ``self``: ``x.NAME``,
+    ``a.b.NAME`` or ``(...).NAME`` (blanks and ``\\`` line joins allowed around the dots); not
+    ``self.NAME``, a bare ``NAME`` or ``x[0].NAME``.  Reads at most :data:`_WINDOW` bytes backward."""
+    lo = max(0, i - _WINDOW)
+    j = i
+    while j > lo and data[j - 1] in _BLANK:
+        j -= 1
+    if j == lo or data[j - 1] != 0x2E:  # `.`
+        return False
+    j -= 1
+    while j > lo and data[j - 1] in _BLANK:
+        j -= 1
+    if j > lo and data[j - 1] == 0x29:  # `)`
+        return True
+    k = j
+    while k > lo and data[k - 1] in _WORD:
+        k -= 1
+    if k == j:
+        return False
+    m = k
+    while m > lo and data[m - 1] in _BLANK:
+        m -= 1
+    if m > lo and data[m - 1] == 0x2E:  # `a.b.NAME`
+        return True
+    return data[k:j] != b"self"
+

