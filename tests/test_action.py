@@ -331,3 +331,15 @@ def test_run_step_installed_tool_does_not_start(workspace, tmp_path):
     assert "::error title=pp-attr-lint::`pp-attr-lint --version` failed" in out
     assert outputs == {"exit-code": "2", "sarif-file": ""}
 
+
+def test_docs_say_no_release_is_published():
+    """action.yml's `version` input and docs/github-action.md say that `latest` / a version need a
+    PyPI release, that none exists yet, and that an install failure is exit 2."""
+    desc = " ".join(load(ACTION)["inputs"]["version"]["description"].split())
+    assert "no release of pp-attr-lint is published yet" in desc
+    assert "exits 2" in desc
+    assert "installed or started" in load(ACTION)["outputs"]["exit-code"]["description"]
+    doc = " ".join((REPO / "docs" / "github-action.md").read_text(encoding="utf-8").split())
+    assert "**No release of pp-attr-lint is published on PyPI yet.**" in doc
+    assert "`version: latest` and `version: 0.1.0` work only once releases are published" in doc
+    assert "**2** error" in doc and "pp-attr-lint could not be installed or started" in doc
