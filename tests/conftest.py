@@ -25,9 +25,16 @@ def seed(tmp_path) -> Path:
 
 
 def wheel_cache_dir() -> Path:
-    """``$PP_ATTR_LINT_WHEEL_CACHE`` or ``~/.cache/pp-attr-lint/wheels``."""
+    """Where the tests keep downloaded wheels: ``$PP_ATTR_LINT_WHEEL_CACHE`` (the tests' own
+    override) or else the folder ``pp-attr-lint audit`` uses,
+    :func:`pp_attr_lint.audit.default_wheel_dir` (``$PP_ATTR_LINT_CACHE_DIR/wheels``, else
+    ``$XDG_CACHE_HOME/pp-attr-lint/wheels``, else ``~/.cache/pp-attr-lint/wheels``)."""
     env = os.environ.get("PP_ATTR_LINT_WHEEL_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "pp-attr-lint" / "wheels"
+    if env:
+        return Path(env).expanduser()
+    from pp_attr_lint.audit import default_wheel_dir
+
+    return default_wheel_dir()
 
 
 def _cached_wheel(cache: Path, version: str) -> Path | None:

