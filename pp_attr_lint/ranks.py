@@ -27,6 +27,7 @@ import itertools
 from typing import Any
 
 from . import facts as F
+from .index.registry import registry_entries
 from .index.summary import child_nodes, dotted_name, ref_chain
 
 TRUE = ("T",)
@@ -667,11 +668,9 @@ class RankFacts:
         registered = []
         for fac in self.r.settings.factories:
             s = self.ctx.project.summary(fac.registry_module)
-            for entries in (s or {}).get("tables", {}).values():
-                for mod, cls in entries.values():
-                    full = mod if "." in mod else f"{fac.package}.{mod}"
-                    if full == module:
-                        registered.append((module, cls))
+            for _tname, _arch, full, cls in registry_entries(s, fac.package):
+                if full == module:
+                    registered.append((module, cls))
         ok = True
         if registered:
             ok = False

@@ -22,6 +22,7 @@ import fnmatch
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .index.registry import registry_entries
 from .settings import Factory, Settings
 
 ClassKey = tuple[str, str]  # (module, class name)
@@ -748,16 +749,13 @@ class Resolver:
             table: dict[str, set] | None = None
             if s is not None:
                 table = {}
-                for tname, entries in s["tables"].items():
-                    if fnmatch.fnmatchcase(tname, fac.tables):
-                        for a, target in entries.items():
-                            table.setdefault(a, set()).add(tuple(target))
+                for _tname, a, module, clsname in registry_entries(s, fac.package, fac.tables):
+                    table.setdefault(a, set()).add((module, clsname))
             self._registry[fac.registry_module] = table  # type: ignore[assignment]
         table = self._registry[fac.registry_module]
         if not table or arch not in table or len(table[arch]) != 1:
             return None
-        (modrel, clsname), = table[arch]
-        mod = f"{fac.package}.{modrel}"
+        (mod, clsname), = table[arch]
         ck = self.resolve_class(mod, clsname) if self.src.summary(mod) is not None else None
         return ck
 

@@ -19,6 +19,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 
+from ..index.registry import registry_entries
 from ..index.summary import summarize
 
 # Tables of registry.py whose archs generate text (the ones `validate` can serve a request on).
@@ -77,11 +78,6 @@ def vllm_version_of(vllm_dir: str) -> str:
     return "unknown"
 
 
-def module_name(relname: str) -> str:
-    """Registry module name -> dotted module (``"llama"`` -> ``vllm.model_executor.models.llama``)."""
-    return relname if relname.startswith("vllm.") else f"{MODELS_PKG}.{relname}"
-
-
 def load_registry(vllm_dir: str) -> dict[str, ArchEntry]:
     """Read every ``_*_MODELS`` table of ``registry.py`` under ``vllm_dir``.
 
@@ -93,14 +89,15 @@ def load_registry(vllm_dir: str) -> dict[str, ArchEntry]:
     with open(path, encoding="utf-8") as fh:
         summary = summarize(fh.read(), frozenset(), path)
     out: dict[str, ArchEntry] = {}
-    order = list(GENERATIVE_TABLES) + sorted(t for t in summary["tables"] if t not in GENERATIVE_TABLES)
+    by_table: dict[str, list] = {}
+    for table, arch, module, cls in registry_entries(summary, MODELS_PKG, "_*_MODELS"):
+        by_table.setdefault(table, []).append((arch, module, cls))
+    order = list(GENERATIVE_TABLES) + sorted(t for t in by_table if t not in GENERATIVE_TABLES)
     for table in order:
-        if not (table.startswith("_") and table.endswith("_MODELS")) or table not in summary["tables"]:
-            continue
         if table in ("_PREVIOUSLY_SUPPORTED_MODELS", "_OOT_SUPPORTED_MODELS"):
             continue
-        for arch, (rel, cls) in summary["tables"][table].items():
-            out.setdefault(arch, ArchEntry(arch, table, module_name(rel), cls))
+        for arch, module, cls in by_table.get(table, ()):
+            out.setdefault(arch, ArchEntry(arch, table, module, cls))
     return out
 
 

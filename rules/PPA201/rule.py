@@ -183,16 +183,16 @@ class MissingPPHook(Rule):
     @staticmethod
     def _drafter_only(ctx, key) -> bool:
         """Whether vLLM's registry lists ``key`` only among speculative-decoding drafters."""
+        from pp_attr_lint.index.registry import registry_entries
+
         r = ctx.resolver
         tables = ctx.shared.get(("PPA201", "tables"))
         if tables is None:
             tables = {}
             for fac in r.settings.factories:
                 s = ctx.project.summary(fac.registry_module)
-                for tname, entries in (s or {}).get("tables", {}).items():
-                    for _arch, (mod, cls) in entries.items():
-                        full = mod if mod.startswith(fac.package.split(".")[0] + ".") else f"{fac.package}.{mod}"
-                        tables.setdefault((full, cls), set()).add(tname)
+                for tname, _arch, full, cls in registry_entries(s, fac.package):
+                    tables.setdefault((full, cls), set()).add(tname)
             ctx.shared[("PPA201", "tables")] = tables
         names = set()
         for (mod, cls), tnames in tables.items():

@@ -125,7 +125,22 @@ def test_registry_tables(fake_vllm):
                                                         "vllm.model_executor.models.llama", "LlamaForCausalLM")
     assert reg["LlavaForConditionalGeneration"].generative and not reg["LlamaModel"].generative
     assert "Old" not in reg
-    assert archmap.module_name("vllm.models.x") == "vllm.models.x"
+
+
+
+def test_registry_entries_relative_and_absolute():
+    """One reader of the registry tables: an entry of the package's own top-level name is absolute
+    (vLLM 0.32.0's ``"vllm.models.deepseek_v32"``), any other is relative to the package."""
+    from pp_attr_lint.index.registry import registry_entries
+
+    summary = {"tables": {"_TEXT_GENERATION_MODELS": {"A": ("llama", "A"), "B": ("vllm.models.x", "B")},
+                          "OTHER": {"C": ("c", "C")}}}
+    pkg = "vllm.model_executor.models"
+    assert registry_entries(summary, pkg, "_*_MODELS") == [
+        ("_TEXT_GENERATION_MODELS", "A", "vllm.model_executor.models.llama", "A"),
+        ("_TEXT_GENERATION_MODELS", "B", "vllm.models.x", "B")]
+    assert [e[1] for e in registry_entries(summary, pkg)] == ["A", "B", "C"]
+    assert registry_entries(None, pkg) == []
 
 
 def test_changed_file_maps_to_importing_archs(fake_vllm):
