@@ -221,12 +221,13 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
 
             tag = hashlib.blake2b(os.path.abspath(path).encode(), digest_size=8).hexdigest()
             memo = cache_dir / "rules" / f"{tag}-{st.st_mtime_ns}-{st.st_size}"
-            with open(memo, "rb") as f:
-                cached_path, data = marshal.load(f)
+            from .workspace.cache import read_sealed
+
+            cached_path, data = read_sealed(memo)
             if cached_path == os.path.abspath(path):
                 return parse_rule("", src, data)
-        except (OSError, EOFError, ValueError, TypeError):
-            pass
+        except (OSError, EOFError, ValueError, TypeError, RuleError):
+            pass  # missing, or damaged (a rule file that does not load is never kept): read the file
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -237,9 +238,9 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
     rule = parse_rule(text, src, data)
     if memo is not None:
         try:
-            from .workspace.cache import _atomic_write
+            from .workspace.cache import _atomic_write, seal
 
-            _atomic_write(memo, marshal.dumps((os.path.abspath(path), data)))
+            _atomic_write(memo, seal(marshal.dumps((os.path.abspath(path), data))))
         except (OSError, ValueError):
             pass
     return rule

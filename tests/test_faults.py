@@ -125,3 +125,92 @@ def test_a_file_that_vanishes_mid_run_text_and_json(tmp_path):
     assert again.returncode == 1, again.stderr
     names = sorted((Path(d["filename"]).name, d["code"]) for d in json.loads(again.stdout))
     assert names == [("eagle2.py", "PPA301"), ("eagle2.py", "PPA301")]  # deleted: no longer checked
+
+
+# -- 2. damaged cache files are ignored and made anew ---------------------------------------------
+
+def _cached_tree(tmp_path: Path) -> Path:
+    """The seed tree with a project rule (a copy of PPA001 as PPX001), so that every kind of cache
+    file is written: run memo, stat index, summary pack, rule memo, environment memo."""
+    root = tmp_path / "tree"
+    shutil.copytree(REPO / "fixtures" / "seed", root)
+    (root / "r.yaml").write_text((REPO / "rules" / "PPA001" / "rule.yaml").read_text().replace("PPA001", "PPX001"))
+    (root / "pyproject.toml").write_text('[tool.pp-attr-lint]\nrules = ["r.yaml"]\n')
+    return root
+
+
+def _cache_files(cache: Path, kind: str) -> list[Path]:
+    out = [p for p in cache.rglob("*") if p.is_file()]
+    if kind == "rules":
+        return [p for p in out if p.parent.name == "rules"]
+    return [p for p in out if p.name.startswith(kind + "-")]
+
+
+_GARBAGE = {  # each kind of file gets each: raw bytes, marshal and JSON of other shapes
+    "random": bytes((i * 37 + 11) % 256 for i in range(300)),
+    "non-dict": __import__("marshal").dumps(1),
+    "empty-dict": __import__("marshal").dumps({}),
+    "json-ints": b"[1, 2]",
+}
+
+
+@pytest.mark.parametrize("kind", ["memo", "stat", "sums", "rules", "env", "all"])
+@pytest.mark.parametrize("garbage", sorted(_GARBAGE))
+def test_garbage_over_cache_files_is_ignored_and_rebuilt(tmp_path, kind, garbage):
+    """Garbage written over the run memo, the stat indexes, the summary packs, the rule memos, the
+    environment memo (or all of them): the run reports what it reported before, and writes the
+    files anew (the run after it replays them)."""
+    root = _cached_tree(tmp_path)
+    cache = tmp_path / "cache"
+    args = ["check", ".", "--cache-dir", cache, "--python", PYTHON, "--output-format", "concise"]
+    cold = _run(args, root)
+    assert cold.returncode == 1 and "PPX001" in cold.stdout, cold.stderr
+    kinds = ["memo", "stat", "sums", "rules", "env"] if kind == "all" else [kind]
+    damaged = [p for k in kinds for p in _cache_files(cache, k)]
+    assert damaged and all(_cache_files(cache, k) for k in kinds)
+    for p in damaged:
+        p.write_bytes(_GARBAGE[garbage])
+    if "memo" not in kinds:  # else the run is replayed and reads no stat index or pack
+        for p in _cache_files(cache, "memo"):
+            p.unlink()
+    for _ in range(2):  # ignored, then made anew
+        got = _run(args, root)
+        assert (got.returncode, got.stdout, got.stderr) == (cold.returncode, cold.stdout, cold.stderr)
+    assert all(p.read_bytes() != _GARBAGE[garbage] for p in damaged if p.exists()), "not written anew"
+
+
+def test_well_formed_entries_of_the_wrong_shape_are_ignored(tmp_path):
+    """Entries whose checksum holds but whose content has another shape (a memo that is not a dict
+    or whose findings are not findings, a summary that is not one, stat entries of another shape)
+    are misses, not crashes."""
+    import marshal
+
+    from pp_attr_lint.workspace.cache import Cache, _pack_bytes, _read_pack, read_sealed, seal
+
+    root = _cached_tree(tmp_path)
+    cache = tmp_path / "cache"
+    args = ["check", ".", "--cache-dir", cache, "--output-format", "concise"]
+    cold = _run(args, root)
+    assert cold.returncode == 1
+    memo, = _cache_files(cache, "memo")
+    good = read_sealed(memo)
+    for bad in (1, [good], {}, dict(good, touched=5), dict(good, findings=[5]), dict(good, findings=[{}]),
+                dict(good, not_judged=[5]), dict(good, notes=5), dict(good, touched={"x": 5})):
+        memo.write_bytes(seal(marshal.dumps(bad)))
+        got = _run(args, root)
+        assert (got.returncode, got.stdout) == (cold.returncode, cold.stdout), (bad, got.stderr)
+    for blob in (5, ("ok", 5), ("syntax", 5), ("syntax", ("a", "b", "c")), ("x", 1), None):
+        for p in _cache_files(cache, "sums"):
+            p.write_bytes(_pack_bytes({d: marshal.dumps(blob) for d in _read_pack(p)[0]}))
+        for p in _cache_files(cache, "memo"):
+            p.unlink()
+        got = _run(args, root)
+        assert (got.returncode, got.stdout) == (cold.returncode, cold.stdout), (blob, got.stderr)
+    stat, = _cache_files(cache, "stat")
+    stat.write_bytes(seal(marshal.dumps({"a.py": 5, 7: (1, 2, "d", 1), "b.py": (1, 2, 3, "x")})))
+    c = Cache(cache, "salt-of-another-run")
+    c.dir = stat.parent
+    assert c.stat_index(str(root)) == {}
+    memo_path = stat.parent / "memo-0"
+    memo_path.write_bytes(seal(marshal.dumps([1])))
+    assert c.memo("0") is None

@@ -153,10 +153,17 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         environment_stamp(env_paths),  # the installed distributions and their versions
     )), digest_size=16).hexdigest()
     memo = cache.memo(memo_key)
-    if memo is not None and unchanged(memo["touched"]):
-        raw = [finding_from_dict(d) for d in memo["findings"]]
-        unjudged = [not_judged_from_dict(d) for d in memo.get("not_judged", ())]
-        notes = list(memo.get("notes", ()))
+    replayed = None
+    if memo is not None:
+        try:
+            if unchanged(memo["touched"]):
+                replayed = ([finding_from_dict(d) for d in memo["findings"]],
+                            [not_judged_from_dict(d) for d in memo.get("not_judged", ())],
+                            [str(n) for n in memo.get("notes", ())])
+        except (TypeError, KeyError, ValueError, AttributeError, IndexError):
+            replayed = None  # an entry of another shape (damaged): the run is made anew
+    if replayed is not None:
+        raw, unjudged, notes = replayed
     else:
         touched, raw, unjudged, notes = _analyze(paths, rules, cache, src, as_module, explicit, env_paths, jobs)
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],

@@ -39,9 +39,11 @@ def environment_paths(python: str | None = None, cache_dir: Path | None = None) 
     memo = cache_dir / f"env-{key}.json" if cache_dir is not None else None
     if memo is not None:
         try:
-            return json.loads(memo.read_text(encoding="utf-8"))
+            got = json.loads(memo.read_text(encoding="utf-8"))
+            if type(got) is list and all(type(p) is str for p in got):
+                return got
         except (OSError, ValueError):
-            pass
+            pass  # missing or damaged: asked again (and written anew) below
     import subprocess
 
     code = ("import sys, sysconfig, json; p = sysconfig.get_paths(); "
