@@ -214,3 +214,50 @@ def test_well_formed_entries_of_the_wrong_shape_are_ignored(tmp_path):
     memo_path = stat.parent / "memo-0"
     memo_path.write_bytes(seal(marshal.dumps([1])))
     assert c.memo("0") is None
+
+
+# -- 3. a project rule's message template is checked when the rule loads --------------------------
+
+def _rule_with(tmp_path: Path, message: str | None = None, fix_message: str | None = None) -> Path:
+    root = _cached_tree(tmp_path)
+    text = (REPO / "rules" / "PPA001" / "rule.yaml").read_text().replace("PPA001", "PPX001")
+    head, rest = text.split("message: >-\n", 1)
+    body = rest.split("fix:\n", 1)[1]
+    fix = body.split("\n", 1)[0]  # applicability
+    lines = [head.rstrip("\n"), f"message: {json.dumps(message or 'on `{receiver}`: {attr}')}", "fix:", fix]
+    lines.append(f"  message: {json.dumps(fix_message or 'Read `{fixed}`')}")
+    (root / "r.yaml").write_text("\n".join(lines) + "\n")
+    return root
+
+
+@pytest.mark.parametrize("key,template,field", [
+    ("message", "`{receiver}` has no `{nonexistent}`", "{nonexistent}"),
+    ("message", "`{receiver` is a wrapper", "expected '}'"),
+    ("message", "`{0}` is a wrapper", "{0}"),
+    ("message", "`{}` is a wrapper", "{}"),
+    ("message", "`{receiver.nope}` is a wrapper", "nope"),
+    ("fix.message", "Read `{receiver}`", "{receiver}"),
+])
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_rule_template_with_an_unknown_field_fails_when_it_loads(tmp_path, key, template, field, cached):
+    """A project rule whose ``message`` (or ``fix.message``) names a field the rule kind does not
+    give is a rule-file error when the rule loads (exit 2, the field named), not a traceback when
+    it first fires; with the rule-file cache too."""
+    kw = {"message": template} if key == "message" else {"fix_message": template}
+    root = _rule_with(tmp_path, **kw)
+    cache = ["--no-cache"] if not cached else ["--cache-dir", str(tmp_path / "cache")]
+    for _ in range(2 if cached else 1):
+        got = _run(["check", ".", "--output-format", "concise", *cache], root)
+        assert got.returncode == 2, (got.stdout, got.stderr)
+        assert "Traceback" not in got.stderr and "internal error" not in got.stderr, got.stderr
+        assert "r.yaml" in got.stderr and f"`{key}`" in got.stderr and field in got.stderr, got.stderr
+        assert got.stdout == ""
+
+
+def test_a_rule_template_with_known_fields_fires(tmp_path):
+    root = _rule_with(tmp_path, message="`{receiver}` is `{wrapper}` ({attr} on {inner} via .{path} at {where}); "
+                                        "{{literal}} {receiver!r}", fix_message="Read `{fixed}` ({path}, {attr})")
+    got = _run(["check", ".", "--output-format", "concise", "--no-cache", "--select", "PPX001"], root)
+    assert got.returncode == 1, got.stderr
+    assert "PPX001 [*] `self.language_model` is `Qwen3LLMForCausalLM` (start_layer on Qwen3LLMModel via .model " \
+           "at minivllm/model_executor/models/qwen2.py:15); {literal} 'self.language_model'" in got.stdout, got.stdout
