@@ -261,3 +261,47 @@ def test_a_rule_template_with_known_fields_fires(tmp_path):
     assert got.returncode == 1, got.stderr
     assert "PPX001 [*] `self.language_model` is `Qwen3LLMForCausalLM` (start_layer on Qwen3LLMModel via .model " \
            "at minivllm/model_executor/models/qwen2.py:15); {literal} 'self.language_model'" in got.stdout, got.stdout
+
+
+# -- 4. a stream that cannot encode a path or a source line ---------------------------------------
+
+@pytest.mark.parametrize("extra", [["--output-format", "text"], ["--output-format", "concise"],
+                                   ["--output-format", "github"], ["--output-format", "json"],
+                                   ["--output-format", "sarif"], ["--output-format", "text", "--color-forced"],
+                                   ["--statistics"], ["--diff"], ["--show-fixes", "--output-format", "text"]])
+def test_output_that_the_stream_cannot_encode_is_escaped(tmp_path, extra):
+    """``PYTHONIOENCODING=ascii`` and a non-ASCII path (and source line): every format writes what
+    the stream cannot encode as an escape (``\\xe9``) instead of failing with UnicodeEncodeError."""
+    root = tmp_path / "tr\u00e9e"
+    shutil.copytree(REPO / "fixtures" / "seed", root)
+    model = root / "minivllm" / "model_executor" / "models" / "qwen3_vl.py"
+    lines = model.read_text().splitlines(keepends=True)
+    assert "start_layer" in lines[28]
+    lines[28] = lines[28].rstrip("\n") + "  # caf\u00e9\n"
+    model.write_text("".join(lines), encoding="utf-8")
+    env = _env(PYTHONIOENCODING="ascii")
+    if "--color-forced" in extra:
+        extra = [x for x in extra if x != "--color-forced"]
+        env = dict(env, FORCE_COLOR="1")
+        env.pop("NO_COLOR")
+    got = subprocess.run([PYTHON, "-m", "pp_attr_lint", "check", root.name, "--no-cache", *extra], cwd=tmp_path,
+                         env=env, capture_output=True, timeout=120)
+    err = got.stderr.decode("ascii")
+    assert "Traceback" not in err and "internal error" not in err, err
+    assert got.returncode == 1, err
+    out = got.stdout.decode("ascii")  # nothing but ASCII was written
+    if "--statistics" not in extra:
+        assert "tr\\xe9e" in out or "tr\\u00e9e" in out, out
+    if extra == ["--output-format", "text"]:
+        assert "# caf\\xe9" in out
+
+
+def test_a_rule_message_under_an_ascii_stream(tmp_path):
+    root = _rule_with(tmp_path, message="`{receiver}` \u2192 `{wrapper}`")
+    (root / "r.yaml").write_text((root / "r.yaml").read_text().replace("name: layer-range-on-wrapper",
+                                                                       "name: layer-range-on-wrapper\u2013copy"))
+    got = subprocess.run([PYTHON, "-m", "pp_attr_lint", "check", ".", "--no-cache", "--select", "PPX001",
+                          "--output-format", "concise"], cwd=root, env=_env(PYTHONIOENCODING="ascii"),
+                         capture_output=True, timeout=120)
+    assert got.returncode == 1, got.stderr
+    assert "\\u2192" in got.stdout.decode("ascii")
