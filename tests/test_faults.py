@@ -305,3 +305,75 @@ def test_a_rule_message_under_an_ascii_stream(tmp_path):
                          capture_output=True, timeout=120)
     assert got.returncode == 1, got.stderr
     assert "\\u2192" in got.stdout.decode("ascii")
+
+
+# -- 5. a --python that hangs, or that is not Python -----------------------------------------------
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for a parent to reap it does not)."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in f)
+    except FileNotFoundError:
+        return False
+
+
+def _hanging_python(tmp_path: Path) -> tuple[Path, Path]:
+    pidfile = tmp_path / "child.pid"
+    script = tmp_path / "hang.sh"
+    script.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pidfile}\nwait\n")
+    script.chmod(0o755)
+    return script, pidfile
+
+
+def _stop(pidfile: Path) -> None:
+    """Kill the test's own child if the run left it behind (so that a failing test leaves nothing)."""
+    import signal
+    import time
+
+    if pidfile.exists():
+        pid = int(pidfile.read_text())
+        for _ in range(50):
+            if not _alive(pid):
+                return
+            time.sleep(0.1)
+        os.kill(pid, signal.SIGKILL)
+        raise AssertionError(f"the probe's child {pid} was left running")
+
+
+def test_a_hanging_python_times_out_and_leaves_nothing_running(tmp_path):
+    """``--python`` naming a program that never answers: after ``$PP_ATTR_LINT_PYTHON_TIMEOUT``
+    seconds it and what it started are killed (its process group), exit 2 with a message."""
+    import time
+
+    script, pidfile = _hanging_python(tmp_path)
+    start = time.monotonic()
+    try:
+        got = _run(["check", REPO / "fixtures" / "seed", "--no-cache", "--python", script], tmp_path, timeout=40,
+                   PP_ATTR_LINT_PYTHON_TIMEOUT="1")
+    finally:
+        _stop(pidfile)
+    assert time.monotonic() - start < 30
+    assert got.returncode == 2, got.stderr
+    assert "did not answer like a Python interpreter within 1 s" in got.stderr and "Traceback" not in got.stderr
+
+
+def test_the_probe_timeout_is_a_module_constant(tmp_path, monkeypatch):
+    from pp_attr_lint.workspace import environment
+
+    script, pidfile = _hanging_python(tmp_path)
+    monkeypatch.delenv("PP_ATTR_LINT_PYTHON_TIMEOUT", raising=False)
+    monkeypatch.setattr(environment, "PROBE_TIMEOUT", 0.5)
+    try:
+        with pytest.raises(OSError, match="within 0.5 s"):
+            environment.environment_paths(str(script), None)
+    finally:
+        _stop(pidfile)
+
+
+@pytest.mark.parametrize("program", ["/bin/ls", "/bin/false", "/bin/echo"])
+def test_a_python_that_is_not_python_says_so(tmp_path, program):
+    got = _run(["check", REPO / "fixtures" / "seed", "--no-cache", "--python", program], tmp_path, timeout=60)
+    assert got.returncode == 2, got.stderr
+    assert f"{program}: did not answer like a Python interpreter" in got.stderr, got.stderr
+    assert "Expecting value" not in got.stderr and "Traceback" not in got.stderr
