@@ -377,3 +377,131 @@ def test_a_python_that_is_not_python_says_so(tmp_path, program):
     assert got.returncode == 2, got.stderr
     assert f"{program}: did not answer like a Python interpreter" in got.stderr, got.stderr
     assert "Expecting value" not in got.stderr and "Traceback" not in got.stderr
+
+
+# -- 6. validate removes what the engine left in /dev/shm ------------------------------------------
+
+_FAKE_DRIVER = """\
+#!{python}
+# a fake vLLM driver: what the engine does to /dev/shm, then success, failure or a hang
+import json, os, subprocess, sys, time
+spec = json.load(open(sys.argv[-1]))
+prefix, how = {prefix!r}, {how!r}
+open(f"/dev/shm/{{prefix}}-made", "w").close()  # created and closed (a segment nobody unlinked)
+held = open(f"/dev/shm/{{prefix}}-held", "w")  # held open by a worker that outlives the driver
+worker = subprocess.Popen(["sleep", "300"], pass_fds=[held.fileno()])
+open(f"/dev/shm/torch_{{worker.pid}}_1234_0", "w").close()  # torch's name for a tensor's segment
+with open(spec["events"], "a") as ev:
+    for rank in (0, 1):
+        ev.write(json.dumps({{"event": "model_init_ok", "pid": worker.pid, "pp_rank": rank, "time": time.time(),
+                              "start_layer": rank, "end_layer": rank + 1}}) + "\\n")
+    ev.write(json.dumps({{"event": "driver_done", "pid": os.getpid(), "time": time.time()}}) + "\\n")
+time.sleep(0.6)  # the watcher looks at least once
+if how == "hang":
+    time.sleep(300)
+if how == "pass":
+    json.dump({{"status": "ok"}}, open(spec["result"], "w"))
+sys.exit(0 if how == "pass" else 1)
+"""
+
+
+def _validate_args(**kw):
+    import argparse
+
+    from pp_attr_lint import validate
+
+    parser = argparse.ArgumentParser()
+    validate.add_arguments(parser)
+    ns = parser.parse_args(["--arch", "X"])
+    for k, v in kw.items():
+        setattr(ns, k, v)
+    return ns
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+@pytest.mark.parametrize("how", ["pass", "fail", "hang"])
+def test_validate_removes_what_the_engine_left_in_dev_shm(tmp_path, monkeypatch, how):
+    """The engine's processes create entries in /dev/shm and the run passes, fails, or is
+    interrupted with Ctrl-C: what they created is removed; what was there before, and what a
+    process outside the engine created and holds meanwhile, stays."""
+    import time
+    import types
+    import uuid
+
+    from pp_attr_lint.validate import runner
+
+    prefix = f"pp-attr-lint-test-{uuid.uuid4().hex[:12]}"
+    shm = Path("/dev/shm")
+    before = shm / f"{prefix}-before"
+    before.write_text("")
+    outside = shm / f"{prefix}-outside"
+    fake = tmp_path / "python"
+    fake.write_text(_FAKE_DRIVER.format(python=PYTHON, prefix=prefix, how=how))
+    fake.chmod(0o755)
+    held_outside = []
+
+    def sleep(s):  # the watcher's poll: the test, outside the engine, makes and holds an entry
+        if not held_outside:
+            held_outside.append(open(outside, "w"))
+        if how == "hang" and (shm / f"{prefix}-held").exists() and time.time() - start > 1.5:
+            raise KeyboardInterrupt
+        time.sleep(s)
+
+    monkeypatch.setattr(runner, "time", types.SimpleNamespace(time=time.time, sleep=sleep))
+    start = time.time()
+    try:
+        if how == "hang":
+            with pytest.raises(KeyboardInterrupt):
+                runner._run_one("X", [], _validate_args(timeout=60), str(fake), quiet=True)
+        else:
+            rep = runner._run_one("X", [], _validate_args(timeout=60), str(fake), quiet=True)
+            assert rep["outcome"] == ("PASS" if how == "pass" else "FAIL"), rep.get("reason")
+            assert len(rep["shm_removed"]) == 3
+        left = sorted(p.name for p in shm.glob(prefix + "*"))
+        assert left == [before.name, outside.name], left
+        assert not list(shm.glob("torch_*_1234_0"))
+    finally:
+        runner._kill_active()  # nothing of the fake engine outlives the test, whatever happened
+        for f in held_outside:
+            f.close()
+        for p in shm.glob("torch_*_1234_0"):
+            p.unlink()
+        for p in shm.glob(prefix + "*"):
+            p.unlink()
+
+
+def test_a_concurrent_engine_keeps_what_it_holds(tmp_path):
+    """With two engines at once (``--jobs 2``), one's cleanup removes only what its own processes
+    held or named, never an entry the other engine holds or that nobody can tell."""
+    import subprocess as sp
+    import time
+    import uuid
+
+    from pp_attr_lint.validate import shm as S
+
+    prefix = f"pp-attr-lint-test-{uuid.uuid4().hex[:12]}"
+    folder = Path("/dev/shm")
+    one, two = S.ShmTracker(), S.ShmTracker()
+    assert one.overlapped and two.overlapped
+    mine = sp.Popen(["sh", "-c", f"exec 3>{folder}/{prefix}-one; exec sleep 300"], start_new_session=True)
+    other = sp.Popen(["sh", "-c", f"exec 3>{folder}/{prefix}-two; exec sleep 300"], start_new_session=True)
+    (folder / f"{prefix}-nobody").write_text("")
+    try:
+        for _ in range(50):
+            if (folder / f"{prefix}-one").exists() and S.held(mine.pid) and S.held(other.pid):
+                break
+            time.sleep(0.1)
+        one.poll(mine.pid)
+        two.poll(other.pid)
+        mine.kill()
+        mine.wait()
+        assert one.cleanup() == [f"{prefix}-one"]
+        assert sorted(p.name for p in folder.glob(prefix + "*")) == [f"{prefix}-nobody", f"{prefix}-two"]
+    finally:
+        for p in (mine, other):
+            p.kill()
+            p.wait()
+        two.cleanup()
+        for p in folder.glob(prefix + "*"):
+            p.unlink()
+
