@@ -127,23 +127,13 @@ def run() -> None:
     os._exit(rc)
 
 
-def _tolerant_streams() -> None:
-    """Let stdout and stderr write what their encoding cannot (a path with an ``é`` under
-    ``PYTHONIOENCODING=ascii`` or a ``C`` locale) as backslash escapes instead of raising
-    ``UnicodeEncodeError`` in the middle of a report."""
-    for stream in (sys.stdout, sys.stderr):
-        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
-            try:
-                stream.reconfigure(errors="backslashreplace")
-            except (ValueError, OSError, AttributeError):
-                pass
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit code (see :func:`run`
     for the script itself)."""
     global _quick_exit
-    _tolerant_streams()
+    from .textio import tolerant_streams
+
+    tolerant_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")
