@@ -505,3 +505,29 @@ def test_a_concurrent_engine_keeps_what_it_holds(tmp_path):
         for p in folder.glob(prefix + "*"):
             p.unlink()
 
+
+
+def test_flipped_bytes_in_a_summary_are_noticed(tmp_path):
+    """Bytes changed inside a cached summary that still unmarshals (``start_layer`` in it written
+    in capitals): the entry's checksum no longer matches, so it is summarized anew instead of read
+    as it is (which loses the finding)."""
+    import re
+
+    from pp_attr_lint.workspace.cache import _read_pack
+
+    root = _cached_tree(tmp_path)
+    cache = tmp_path / "cache"
+    args = ["check", ".", "--cache-dir", cache, "--output-format", "concise"]
+    cold = _run(args, root)
+    assert cold.returncode == 1 and "PPA001" in cold.stdout
+    for p in _cache_files(cache, "sums"):
+        data = p.read_bytes()
+        start = len(data) - len(_read_pack(p)[1])  # where the summaries begin
+        # marshal's short strings: a type code, the length, the characters
+        body = re.sub(rb"([\x5a\x7a\xda\xfa]\x0b)start_layer", rb"\1START_LAYER", data[start:])
+        assert body != data[start:]
+        p.write_bytes(data[:start] + body)
+    for p in _cache_files(cache, "memo"):
+        p.unlink()
+    got = _run(args, root)
+    assert (got.returncode, got.stdout) == (cold.returncode, cold.stdout), got.stderr
