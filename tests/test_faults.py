@@ -531,3 +531,26 @@ def test_flipped_bytes_in_a_summary_are_noticed(tmp_path):
         p.unlink()
     got = _run(args, root)
     assert (got.returncode, got.stdout) == (cold.returncode, cold.stdout), got.stderr
+
+
+@pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="no /dev/shm")
+def test_the_preflight_removes_what_it_left_in_dev_shm(tmp_path):
+    import types
+    import uuid
+
+    from pp_attr_lint.validate import runner
+
+    prefix = f"pp-attr-lint-test-{uuid.uuid4().hex[:12]}"
+    fake = tmp_path / "python"
+    fake.write_text(f"#!{PYTHON}\nimport json, sys\nopen('/dev/shm/{prefix}-preflight', 'w').close()\n"
+                    "json.dump({'A': {'ok': False, 'reason': 'no SupportsPP'}}, open(sys.argv[-1], 'w'))\n")
+    fake.chmod(0o755)
+    entry = types.SimpleNamespace(generative=True, module="m", cls="C")
+    ctx = types.SimpleNamespace(python=str(fake), registry={"A": entry, "B": entry})
+    try:
+        got = runner.preflight(["A", "B"], _validate_args(pp=2), ctx, timeout=60)
+        assert got == {"A": "no SupportsPP"}
+        assert not list(Path("/dev/shm").glob(prefix + "*"))
+    finally:
+        for p in Path("/dev/shm").glob(prefix + "*"):
+            p.unlink()

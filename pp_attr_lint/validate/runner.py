@@ -127,14 +127,22 @@ def preflight(archs: list[str], args: argparse.Namespace, ctx: "RunContext", tim
         json.dump({"pp": args.pp, "archs": items}, fh)
     print(f"pp-attr-lint validate: preflight of {len(items)} architectures (imports, SupportsPP, toy config)",
           file=sys.stderr, flush=True)
-    proc = subprocess.Popen([ctx.python, os.path.join(_HERE, "_driver.py"), "--preflight", spec_path, out_path],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    from .shm import ShmTracker
+
+    shm = ShmTracker()  # importing vLLM's model files may leave something in /dev/shm too
+    try:
+        proc = subprocess.Popen([ctx.python, os.path.join(_HERE, "_driver.py"), "--preflight", spec_path, out_path],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except BaseException:
+        shm.cleanup()
+        raise
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         pass
     finally:
         _kill_tree(proc)
+        shm.cleanup()
     try:
         with open(out_path) as fh:
             got = json.load(fh)
