@@ -131,6 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line ``argv`` (default: ``sys.argv[1:]``); returns the exit code (see :func:`run`
     for the script itself)."""
     global _quick_exit
+    from .textio import tolerant_streams
+
+    tolerant_streams()
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or (argv[0] not in SUBCOMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")

@@ -7,10 +7,11 @@ YAML files (``rules = ["lint/embed_tokens.yaml"]`` in ``[tool.pp-attr-lint]``).
 
 A rule file is one mapping; see ``rules/PPA001/rule.yaml``.  Required keys: ``code``
 (``[A-Z]+[0-9]+``), ``name``, ``attributes`` (non-empty list of identifiers), ``message`` (a
-``str.format`` template with ``receiver``, ``wrapper``, ``attr``, ``inner``, ``path``, ``where``).
+``str.format`` template with ``receiver``, ``wrapper``, ``attr``, ``inner``, ``path``, ``where``,
+``fixed``; checked when the rule loads: an unknown or positional field is a :class:`RuleError`).
 Optional: ``kind`` (``wrapper-attribute``), ``default`` (false: enabled only when selected by
 its code), ``summary``, ``fix`` (``applicability``:
-safe|unsafe|display-only, ``message``), ``url``, ``factories``, ``attributeless_bases``,
+safe|unsafe|display-only, ``message``: a template with ``fixed``, ``path``, ``attr``), ``url``, ``factories``, ``attributeless_bases``,
 ``transparent_decorators`` (added to the shared facts of :mod:`pp_attr_lint.facts`),
 ``max_path_depth``, ``docs`` (``what_it_does``, ``why_bad``, ``example``, ``fix``, ``references``;
 a folder's ``README.md`` takes precedence).
@@ -66,6 +67,40 @@ def _yaml(text: str, src: str):
         raise _err(src, f"not valid YAML: {e}") from None
 
 
+# the fields a wrapper-attribute rule's templates may name (see kinds/wrapper_analysis.py)
+MESSAGE_FIELDS = ("receiver", "wrapper", "attr", "inner", "path", "where", "fixed")
+FIX_MESSAGE_FIELDS = ("fixed", "path", "attr")
+
+
+def check_template(template, fields: tuple[str, ...], key: str, src: str) -> str:
+    """``template`` if it is a ``str.format`` template that names only ``fields`` (and formats
+    with them); else :class:`RuleError` naming the field (``key``: the rule file's key, for the
+    message)."""
+    import string
+
+    if not isinstance(template, str):
+        raise _err(src, f"`{key}` must be a string")
+    allowed = ", ".join(f"{{{f}}}" for f in fields)
+    try:
+        parts = list(string.Formatter().parse(template))
+    except ValueError as e:
+        raise _err(src, f"`{key}` is not a valid template ({e}); write a literal brace as {{{{ or }}}}; "
+                        f"fields: {allowed}") from None
+    for _, name, _spec, _conv in parts:
+        if name is None:
+            continue
+        root = re.match(r"[^.\[]*", name).group(0)
+        if root == "" or root.isdigit():
+            raise _err(src, f"`{key}` has a positional field `{{{name}}}`; name one of {allowed}")
+        if root not in fields:
+            raise _err(src, f"`{key}` names an unknown field `{{{name}}}`; the fields are {allowed}")
+    try:
+        template.format(**{f: "x" for f in fields})
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as e:
+        raise _err(src, f"`{key}` cannot be formatted: {type(e).__name__}: {e}; the fields are {allowed}") from None
+    return template
+
+
 def parse_rule(text: str, src: str, data=None) -> Rule:
     """Parse one data rule from YAML ``text`` (or from ``data``, its already-parsed form); ``src``
     names it in error messages.  Returns a :class:`pp_attr_lint.kinds.wrapper.WrapperAttributeRule`.
@@ -99,6 +134,9 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
     applicability = fix.get("applicability")
     if fix and applicability not in APPLICABILITIES:
         raise _err(src, f"`fix.applicability` must be one of {', '.join(APPLICABILITIES)}")
+    message = " ".join(check_template(data["message"], MESSAGE_FIELDS, "message", src).split())
+    if fix.get("message") is not None:
+        check_template(fix["message"], FIX_MESSAGE_FIELDS, "fix.message", src)
     factories = []
     for f in data.get("factories") or []:
         if not isinstance(f, dict) or set(f) != _FACTORY_KEYS:
@@ -127,7 +165,7 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
         name=str(data["name"]),
         summary=str(data.get("summary") or data["name"]),
         attributes=tuple(attrs),
-        message=" ".join(str(data["message"]).split()),
+        message=message,
         fix_applicability=applicability,
         fix_message=fix.get("message"),
         url=data.get("url"),
@@ -221,12 +259,13 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
 
             tag = hashlib.blake2b(os.path.abspath(path).encode(), digest_size=8).hexdigest()
             memo = cache_dir / "rules" / f"{tag}-{st.st_mtime_ns}-{st.st_size}"
-            with open(memo, "rb") as f:
-                cached_path, data = marshal.load(f)
+            from .workspace.cache import read_sealed
+
+            cached_path, data = read_sealed(memo)
             if cached_path == os.path.abspath(path):
                 return parse_rule("", src, data)
-        except (OSError, EOFError, ValueError, TypeError):
-            pass
+        except (OSError, EOFError, ValueError, TypeError, RuleError):
+            pass  # missing, or damaged (a rule file that does not load is never kept): read the file
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
@@ -237,9 +276,9 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
     rule = parse_rule(text, src, data)
     if memo is not None:
         try:
-            from .workspace.cache import _atomic_write
+            from .workspace.cache import _atomic_write, seal
 
-            _atomic_write(memo, marshal.dumps((os.path.abspath(path), data)))
+            _atomic_write(memo, seal(marshal.dumps((os.path.abspath(path), data))))
         except (OSError, ValueError):
             pass
     return rule

@@ -13,6 +13,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 
+def tolerant_streams() -> None:
+    """Let stdout and stderr write what their encoding cannot (a path with an ``é`` under
+    ``PYTHONIOENCODING=ascii`` or a ``C`` locale) as backslash escapes instead of raising
+    ``UnicodeEncodeError`` in the middle of a report."""
+    import sys
+
+    for stream in (sys.stdout, sys.stderr):
+        if getattr(stream, "errors", None) == "strict" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="backslashreplace")
+            except (ValueError, OSError, AttributeError):
+                pass
+
+
 def display_path(path: str) -> str:
     """``path`` relative to the working directory when it is below it, else unchanged."""
     try:

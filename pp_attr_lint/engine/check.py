@@ -153,10 +153,17 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         environment_stamp(env_paths),  # the installed distributions and their versions
     )), digest_size=16).hexdigest()
     memo = cache.memo(memo_key)
-    if memo is not None and unchanged(memo["touched"]):
-        raw = [finding_from_dict(d) for d in memo["findings"]]
-        unjudged = [not_judged_from_dict(d) for d in memo.get("not_judged", ())]
-        notes = list(memo.get("notes", ()))
+    replayed = None
+    if memo is not None:
+        try:
+            if unchanged(memo["touched"]):
+                replayed = ([finding_from_dict(d) for d in memo["findings"]],
+                            [not_judged_from_dict(d) for d in memo.get("not_judged", ())],
+                            [str(n) for n in memo.get("notes", ())])
+        except (TypeError, KeyError, ValueError, AttributeError, IndexError):
+            replayed = None  # an entry of another shape (damaged): the run is made anew
+    if replayed is not None:
+        raw, unjudged, notes = replayed
     else:
         touched, raw, unjudged, notes = _analyze(paths, rules, cache, src, as_module, explicit, env_paths, jobs)
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],
@@ -165,16 +172,29 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     findings: list[Finding] = []
     sources: dict[str, str] = {}
     noqa: dict[str, dict[int, set[str]]] = {}
+    gone: dict[str, str] = {}  # files with findings that vanished or became unreadable since: why
     for f in raw:
         if f.code is None:
             findings.append(f)
             continue
         if ignore_for and ignore_for(f.path, f.code):
             continue
+        if f.path in gone:
+            continue
         if f.path not in sources:
             from ..textio import read_source
 
-            sources[f.path] = read_source(f.path).text
+            try:
+                sources[f.path] = read_source(f.path).text
+            except OSError as e:  # deleted or made unreadable during the run
+                gone[f.path] = f"cannot read file: {e.strerror or e}"
+                continue
+            except UnicodeDecodeError as e:  # rewritten during the run
+                gone[f.path] = f"cannot decode file: {e.reason} at byte {e.start}"
+                continue
+            except SyntaxError as e:
+                gone[f.path] = f"cannot decode file: {e.msg}"
+                continue
         row = f.noqa_row or f.row
         codes = None
         if "noqa" in _line(sources[f.path], row).lower():  # tokenize only a file whose line may carry one
@@ -184,6 +204,9 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         if codes is not None and ("*" in codes or f.code in codes):
             continue
         findings.append(f)
+    # a file whose findings cannot be shown any more is one io-error finding (as at its first read)
+    reported = {f.path for f in findings if f.code is None}
+    findings += [_broken_path(path, why) for path, why in gone.items() if path not in reported]
     findings.sort(key=Finding.sort_key)
     if ignore_for:
         unjudged = [n for n in unjudged if not ignore_for(n.path, n.code)]
@@ -306,10 +329,14 @@ def _analyze_group(project: Project, states: list, rules, explicit,
     return findings, unjudged
 
 
+def _broken_path(path: str, message: str) -> Finding:
+    """The ``io-error`` finding of a file that cannot be read or decoded."""
+    return Finding(code=None, name="io-error", message=message, path=path, row=1, column=1, end_row=1, end_column=1)
+
+
 def _broken_file(st) -> Finding:
     if st.error:
-        return Finding(code=None, name="io-error", message=st.error, path=st.path,
-                       row=1, column=1, end_row=1, end_column=1)
+        return _broken_path(st.path, st.error)
     msg, line, col = st.syntax_error
     return Finding(code=None, name="invalid-syntax", message=f"SyntaxError: {msg}",
                    path=st.path, row=line, column=col + 1, end_row=line, end_column=col + 1)

@@ -8,6 +8,9 @@ from . import add_arguments, run
 
 def main(argv=None) -> int:
     """Parse ``argv`` (default ``sys.argv[1:]``) and return :func:`run`'s exit status."""
+    from ..textio import tolerant_streams
+
+    tolerant_streams()
     parser = argparse.ArgumentParser(prog="pp-attr-lint validate",
                                      description="Instantiate Qwen3-VL models under real pipeline parallelism.")
     add_arguments(parser)

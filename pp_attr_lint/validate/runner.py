@@ -127,14 +127,22 @@ def preflight(archs: list[str], args: argparse.Namespace, ctx: "RunContext", tim
         json.dump({"pp": args.pp, "archs": items}, fh)
     print(f"pp-attr-lint validate: preflight of {len(items)} architectures (imports, SupportsPP, toy config)",
           file=sys.stderr, flush=True)
-    proc = subprocess.Popen([ctx.python, os.path.join(_HERE, "_driver.py"), "--preflight", spec_path, out_path],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    from .shm import ShmTracker
+
+    shm = ShmTracker()  # importing vLLM's model files may leave something in /dev/shm too
+    try:
+        proc = subprocess.Popen([ctx.python, os.path.join(_HERE, "_driver.py"), "--preflight", spec_path, out_path],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    except BaseException:
+        shm.cleanup()
+        raise
     try:
         proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         pass
     finally:
         _kill_tree(proc)
+        shm.cleanup()
     try:
         with open(out_path) as fh:
             got = json.load(fh)
@@ -265,6 +273,14 @@ def _kill_active(signum=None, frame=None) -> None:
         except (ProcessLookupError, PermissionError):
             pass
     if signum is not None:
+        from .shm import cleanup_all
+
+        for proc in list(_ACTIVE):
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        cleanup_all()  # what the engines left in /dev/shm
         print(f"pp-attr-lint validate: killed by signal {signum}; engines stopped", file=sys.stderr)
         os._exit(EXIT_ENV)
 
@@ -324,8 +340,16 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
     log_fh = open(log_path, "wb")
     log = (lambda *a: None) if quiet else _log
     log(f"{arch}: starting vLLM (pp={args.pp}, device={args.device}) with {python}; log: {log_path}", t0)
-    proc = subprocess.Popen([python, os.path.join(_HERE, "_driver.py"), spec_path], env=env,
-                            stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+    from .shm import ShmTracker
+
+    shm = ShmTracker()  # before the engine starts: what is in /dev/shm already is not its
+    try:
+        proc = subprocess.Popen([python, os.path.join(_HERE, "_driver.py"), spec_path], env=env,
+                                stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
+    except BaseException:
+        shm.cleanup()
+        log_fh.close()
+        raise
     _ACTIVE.add(proc)
     offset = 0
     events: list = []
@@ -343,82 +367,94 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
             root = {"message": msg, "pid": pid, "pp_rank": rank, "happened_at": happened_at,
                     "reported_at": now, "latency_s": round(now - happened_at, 3) if happened_at else None}
 
-    while True:
-        rc = proc.poll()
-        new, offset = _read_events(events_path, offset)
-        for ev in new:
-            events.append(ev)
-            kind, pid = ev["event"], ev.get("pid")
-            if kind == "driver_done":
-                driver_done = True
-            if pid and pid != proc.pid:
-                info = pids.setdefault(pid, {"pp_rank": None, "name": ev.get("process"), "dead": False})
-                if ev.get("pp_rank") is not None:
-                    info["pp_rank"] = ev["pp_rank"]
-            if kind == "model_init_ok":
-                ds = f", deepstack levels {ev['deepstack_levels']}" if ev.get("deepstack_levels") is not None else ""
-                log(f"PP rank {ev.get('pp_rank')} (pid {pid}) constructed {ev.get('cls')}: layers "
-                    f"{ev.get('start_layer')}..{ev.get('end_layer')}{ds}", t0)
-            elif kind in ("model_init_error", "logged_error") and ev.get("type") and pid != proc.pid:
-                # an exception raised in a worker: its root cause, as soon as it is logged
-                if not any(r.get("pid") == pid for r in [root or {}]):
-                    rank = ev.get("pp_rank")
-                    who = f"PP rank {rank}" if rank is not None else ev.get("process")
-                    report_root(f"{who} (pid {pid}) failed: {ev['type']}: {ev.get('message')}", pid=pid, rank=rank,
-                                happened_at=ev["time"], detail=f" at {ev['where']}" if ev.get("where") else "")
-            elif kind == "logged_error" and not driver_done:
-                m = _DIED_RE.search(ev.get("log_message") or "")
-                if m:
-                    name, code = m.group(1), int(m.group(2))
-                    dead = [(p, i) for p, i in pids.items() if i["name"] == name]
-                    dpid, dinfo = dead[0] if dead else (None, {"pp_rank": None})
-                    if dpid:
-                        pids[dpid]["dead"] = True
-                        pids[dpid]["exit"] = _exit_text(code)
-                    if root is not None and root.get("pid") == dpid and dpid is not None:
-                        root["message"] = f"PP rank {dinfo['pp_rank']} (pid {dpid}) died: {_exit_text(code)}"
-                    elif root is None or root.get("pid") != dpid:
-                        report_root(f"PP rank {dinfo['pp_rank']} (pid {dpid}) died: {_exit_text(code)}", pid=dpid,
-                                    rank=dinfo["pp_rank"], happened_at=ev["time"])
-        # a worker that vanished before vLLM noticed (or while vLLM waits on it)
-        if not driver_done and rc is None:
-            for pid, info in pids.items():
-                if info["dead"] or info["pp_rank"] is None or _pid_alive(pid):
-                    continue
-                info["dead"] = True
-                info.setdefault("exit", "exited (status not visible from here)")
-                if root is None or root.get("pid") != pid:
-                    report_root(f"PP rank {info['pp_rank']} (pid {pid}) died: {info['exit']}", pid=pid,
-                                rank=info["pp_rank"], happened_at=None,
-                                detail="; last engine log lines:\n" + _tail(log_path, 12))
-        if args.verbose:
-            try:
-                with open(log_path, "rb") as fh:
-                    fh.seek(log_offset)
-                    chunk = fh.read()
-                log_offset += len(chunk)
-                sys.stderr.write(chunk.decode(errors="replace"))
-            except OSError:
-                pass
-        if rc is not None:
-            break
-        if _now() - t0 > args.timeout:
-            timed_out = True
-            log(f"timeout after {args.timeout:.0f} s; killing the engine", t0)
-            _kill_tree(proc)
-            break
-        if root is not None and _now() - root["reported_at"] > FAILURE_GRACE_S:
-            log(f"engine still running {FAILURE_GRACE_S:.0f} s after the failure; killing it", t0)
-            _kill_tree(proc)
-            break
-        time.sleep(POLL_S)
-    # the engine's own cleanup may leave workers behind
     try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    _ACTIVE.discard(proc)
-    log_fh.close()
+        while True:
+            rc = proc.poll()
+            new, offset = _read_events(events_path, offset)
+            for ev in new:
+                events.append(ev)
+                kind, pid = ev["event"], ev.get("pid")
+                if kind == "driver_done":
+                    driver_done = True
+                if pid and pid != proc.pid:
+                    info = pids.setdefault(pid, {"pp_rank": None, "name": ev.get("process"), "dead": False})
+                    if ev.get("pp_rank") is not None:
+                        info["pp_rank"] = ev["pp_rank"]
+                if kind == "model_init_ok":
+                    ds = f", deepstack levels {ev['deepstack_levels']}" if ev.get("deepstack_levels") is not None else ""
+                    log(f"PP rank {ev.get('pp_rank')} (pid {pid}) constructed {ev.get('cls')}: layers "
+                        f"{ev.get('start_layer')}..{ev.get('end_layer')}{ds}", t0)
+                elif kind in ("model_init_error", "logged_error") and ev.get("type") and pid != proc.pid:
+                    # an exception raised in a worker: its root cause, as soon as it is logged
+                    if not any(r.get("pid") == pid for r in [root or {}]):
+                        rank = ev.get("pp_rank")
+                        who = f"PP rank {rank}" if rank is not None else ev.get("process")
+                        report_root(f"{who} (pid {pid}) failed: {ev['type']}: {ev.get('message')}", pid=pid, rank=rank,
+                                    happened_at=ev["time"], detail=f" at {ev['where']}" if ev.get("where") else "")
+                elif kind == "logged_error" and not driver_done:
+                    m = _DIED_RE.search(ev.get("log_message") or "")
+                    if m:
+                        name, code = m.group(1), int(m.group(2))
+                        dead = [(p, i) for p, i in pids.items() if i["name"] == name]
+                        dpid, dinfo = dead[0] if dead else (None, {"pp_rank": None})
+                        if dpid:
+                            pids[dpid]["dead"] = True
+                            pids[dpid]["exit"] = _exit_text(code)
+                        if root is not None and root.get("pid") == dpid and dpid is not None:
+                            root["message"] = f"PP rank {dinfo['pp_rank']} (pid {dpid}) died: {_exit_text(code)}"
+                        elif root is None or root.get("pid") != dpid:
+                            report_root(f"PP rank {dinfo['pp_rank']} (pid {dpid}) died: {_exit_text(code)}", pid=dpid,
+                                        rank=dinfo["pp_rank"], happened_at=ev["time"])
+            # a worker that vanished before vLLM noticed (or while vLLM waits on it)
+            if not driver_done and rc is None:
+                for pid, info in pids.items():
+                    if info["dead"] or info["pp_rank"] is None or _pid_alive(pid):
+                        continue
+                    info["dead"] = True
+                    info.setdefault("exit", "exited (status not visible from here)")
+                    if root is None or root.get("pid") != pid:
+                        report_root(f"PP rank {info['pp_rank']} (pid {pid}) died: {info['exit']}", pid=pid,
+                                    rank=info["pp_rank"], happened_at=None,
+                                    detail="; last engine log lines:\n" + _tail(log_path, 12))
+            if args.verbose:
+                try:
+                    with open(log_path, "rb") as fh:
+                        fh.seek(log_offset)
+                        chunk = fh.read()
+                    log_offset += len(chunk)
+                    sys.stderr.write(chunk.decode(errors="replace"))
+                except OSError:
+                    pass
+            if rc is not None:
+                break
+            if _now() - t0 > args.timeout:
+                timed_out = True
+                log(f"timeout after {args.timeout:.0f} s; killing the engine", t0)
+                _kill_tree(proc)
+                break
+            if root is not None and _now() - root["reported_at"] > FAILURE_GRACE_S:
+                log(f"engine still running {FAILURE_GRACE_S:.0f} s after the failure; killing it", t0)
+                _kill_tree(proc)
+                break
+            shm.poll(proc.pid)
+            time.sleep(POLL_S)
+    finally:
+        # the engine's own cleanup may leave workers behind (and Ctrl-C ends the watch here)
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        _ACTIVE.discard(proc)
+        log_fh.close()
+        if proc.poll() is None:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        shm_removed = shm.cleanup()  # what it left in /dev/shm
+        if shm_removed:
+            log(f"removed {len(shm_removed)} entries the engine left in /dev/shm: {', '.join(shm_removed[:5])}"
+                + (" ..." if len(shm_removed) > 5 else ""), t0)
     wall = _now() - t0
     new, offset = _read_events(events_path, offset)
     events.extend(new)
@@ -436,7 +472,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
                 rr["error"] = {"type": "WorkerDied", "message": dead[0].get("exit"), "where": None, "traceback": None,
                                "phase": "serving" if rr["start_layer"] is not None else "init"}
     rep.update(wall_seconds=round(wall, 2), driver_exit=proc.returncode, timed_out=timed_out,
-               workdir=workdir, log=log_path, root_cause=root, started_at=t0)
+               workdir=workdir, log=log_path, root_cause=root, started_at=t0, shm_removed=shm_removed)
     rep["toy_config"] = result.get("toy_config")
     rep["multimodal"] = result.get("multimodal")
     if result.get("status") == "env_error":

@@ -14,6 +14,11 @@ see a partial file.  A root's summaries live in one file, read at most once and 
 run: a cold run of vLLM 0.21.0 makes about 120 of them, and one file each (in ``<hh>/`` fan-out
 folders) cost 0.1-0.2 s of a 1.3 s run in file and folder creation on ext4.  The file keeps the
 summaries of the contents the stat index names, so edits do not make it grow.
+
+Every file carries a checksum (CRC-32 of the memo and the stat index as a whole, of the pack's index
+and of each summary in it), and what a file holds is checked to have the shape this module writes:
+a damaged file or entry (cut short, flipped bytes, garbage written over it) is ignored, as if it
+were missing, and made anew by the run.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
+import zlib
 from pathlib import Path
 
 
@@ -32,6 +38,29 @@ def default_cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pp-attr-lint"
+
+
+_SEAL_MAGIC = b"PPC1"
+
+
+def seal(data: bytes) -> bytes:
+    """``data`` behind a magic and its CRC-32, for :func:`unseal` to check."""
+    return _SEAL_MAGIC + zlib.crc32(data).to_bytes(4, "little") + data
+
+
+def unseal(raw: bytes) -> bytes:
+    """What :func:`seal` sealed; raises ``ValueError`` when ``raw`` is not a sealed file or its
+    checksum does not match (the file is damaged)."""
+    if raw[:4] != _SEAL_MAGIC or zlib.crc32(raw[8:]) != int.from_bytes(raw[4:8], "little"):
+        raise ValueError("damaged cache file")
+    return raw[8:]
+
+
+def read_sealed(path) -> object:
+    """The marshal'ed value sealed in the file at ``path``; raises ``OSError``, ``ValueError``,
+    ``EOFError`` or ``TypeError`` when it is missing or damaged."""
+    with open(path, "rb") as f:
+        return marshal.loads(unseal(f.read()))
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -68,10 +97,14 @@ class Cache:
         where = index.get(digest)
         if where is None:
             return None
+        blob = data[where[0]:where[0] + where[1]]
+        if zlib.crc32(blob) != where[2]:
+            return None  # a damaged entry: summarized anew
         try:
-            return marshal.loads(data[where[0]:where[0] + where[1]])
+            got = marshal.loads(blob)
         except (EOFError, ValueError, TypeError):
             return None
+        return got if _is_summary(got) else None
 
     def has_summary(self, digest: str, root: str) -> bool:
         """Whether :meth:`summary` has an entry for ``digest`` (nothing is unmarshalled)."""
@@ -99,15 +132,15 @@ class Cache:
         if not self.enabled:
             return None
         try:
-            with open(self.dir / f"memo-{key}", "rb") as f:  # type: ignore[operator]
-                return marshal.load(f)
+            got = read_sealed(self.dir / f"memo-{key}")  # type: ignore[operator]
         except (OSError, EOFError, ValueError, TypeError):
             return None
+        return got if type(got) is dict else None
 
     def put_memo(self, key: str, value) -> None:
         if self.enabled:
             try:
-                _atomic_write(self.dir / f"memo-{key}", marshal.dumps(value))  # type: ignore[operator]
+                _atomic_write(self.dir / f"memo-{key}", seal(marshal.dumps(value)))  # type: ignore[operator]
             except (OSError, ValueError):
                 pass
 
@@ -134,13 +167,14 @@ class Cache:
             return
         try:
             for root in self._dirty:
-                _atomic_write(self._stat_path(root), marshal.dumps(self._stat[root]))
+                _atomic_write(self._stat_path(root), seal(marshal.dumps(self._stat[root])))
             for root, new in self._new.items():
                 if not new:
                     continue
                 live = {entry[2] for entry in self.stat_index(root).values()}
                 index, data = _read_pack(self._sums_path(root))  # as it is now: another run may have added
-                blobs = {d: data[o:o + n] for d, (o, n) in index.items() if d in live}
+                blobs = {d: data[o:o + n] for d, (o, n, crc) in index.items()
+                         if d in live and zlib.crc32(data[o:o + n]) == crc}  # damaged entries dropped
                 blobs.update((d, marshal.dumps(v)) for d, v in new.items() if d in live)
                 _atomic_write(self._sums_path(root), _pack_bytes(blobs))
         except OSError:
@@ -149,28 +183,51 @@ class Cache:
         self._new.clear()
 
 
+def _is_summary(got) -> bool:
+    """Whether ``got`` has the shape of a cached :func:`summarize_file` result: ``("ok", dict)`` or
+    ``("syntax", (message, line, column))``."""
+    if type(got) is not tuple or len(got) != 2:
+        return False
+    kind, value = got
+    if kind == "ok":
+        return type(value) is dict
+    return (kind == "syntax" and type(value) in (tuple, list) and len(value) == 3 and type(value[0]) is str
+            and type(value[1]) is int and type(value[2]) is int)
+
+
+def _is_stat_entry(key, v) -> bool:
+    """Whether ``key: v`` has the shape of a stat index entry: ``path: (mtime_ns, size, content
+    hash or None, prefilter mask)``."""
+    return (type(key) is str and type(v) is tuple and len(v) == 4 and type(v[0]) is int and type(v[1]) is int
+            and (v[2] is None or type(v[2]) is str) and type(v[3]) in (int, bool))
+
+
 def _read_dict(path: Path) -> dict:
-    """The marshal'ed dict at ``path``; empty when it is missing or damaged."""
+    """The stat index at ``path``; empty when it is missing or damaged (entries of another shape
+    are left out)."""
     try:
-        with open(path, "rb") as f:
-            got = marshal.load(f)
-        return got if isinstance(got, dict) else {}
+        got = read_sealed(path)
     except (OSError, EOFError, ValueError, TypeError):
         return {}
+    if type(got) is not dict:
+        return {}
+    return {k: v for k, v in got.items() if _is_stat_entry(k, v)}
 
 
-_PACK_MAGIC = b"PPS1"
+_PACK_MAGIC = b"PPS2"
 
 
 def _pack_bytes(blobs: dict[str, bytes]) -> bytes:
-    """A summary pack: magic, the length of the index (4 bytes, little-endian), the marshal'ed
-    index ``{digest: (offset, length)}`` and the marshal'ed summaries one after the other."""
+    """A summary pack: magic, the length of the index (4 bytes, little-endian), the index's CRC-32
+    (4 bytes), the marshal'ed index ``{digest: (offset, length, CRC-32)}`` and the marshal'ed
+    summaries one after the other."""
     index, offset = {}, 0
     for d, b in blobs.items():
-        index[d] = (offset, len(b))
+        index[d] = (offset, len(b), zlib.crc32(b))
         offset += len(b)
     head = marshal.dumps(index)
-    return b"".join((_PACK_MAGIC, len(head).to_bytes(4, "little"), head, *blobs.values()))
+    return b"".join((_PACK_MAGIC, len(head).to_bytes(4, "little"), zlib.crc32(head).to_bytes(4, "little"), head,
+                     *blobs.values()))
 
 
 def _read_pack(path: Path) -> tuple[dict, memoryview]:
@@ -181,13 +238,16 @@ def _read_pack(path: Path) -> tuple[dict, memoryview]:
         if data[:4] != _PACK_MAGIC:
             raise ValueError
         n = int.from_bytes(data[4:8], "little")
-        index = marshal.loads(data[8:8 + n])
-        size = len(data) - 8 - n
+        head = data[12:12 + n]
+        if len(head) != n or zlib.crc32(head) != int.from_bytes(data[8:12], "little"):
+            raise ValueError
+        index = marshal.loads(head)
+        size = len(data) - 12 - n
         if not isinstance(index, dict) or not all(
-                type(v) is tuple and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
+                type(v) is tuple and len(v) == 3 and type(v[0]) is int and type(v[1]) is int and type(v[2]) is int
                 and 0 <= v[0] and 0 <= v[1] and v[0] + v[1] <= size for v in index.values()):
             raise ValueError
-        return index, memoryview(data)[8 + n:]
+        return index, memoryview(data)[12 + n:]
     except (OSError, EOFError, ValueError, TypeError):
         return {}, memoryview(b"")
 

@@ -11,6 +11,20 @@ from pathlib import Path
 
 from .cache import _atomic_write
 
+# seconds an interpreter named by --python may take to print its import path; then it is killed,
+# with every process it started (its process group).  $PP_ATTR_LINT_PYTHON_TIMEOUT overrides it.
+PROBE_TIMEOUT = 60.0
+
+
+def probe_timeout() -> float:
+    """:data:`PROBE_TIMEOUT`, or ``$PP_ATTR_LINT_PYTHON_TIMEOUT`` (seconds) when set to a positive number."""
+    raw = os.environ.get("PP_ATTR_LINT_PYTHON_TIMEOUT")
+    try:
+        got = float(raw) if raw else PROBE_TIMEOUT
+    except ValueError:
+        return PROBE_TIMEOUT
+    return got if got > 0 else PROBE_TIMEOUT
+
 
 def environment_paths(python: str | None = None, cache_dir: Path | None = None) -> list[str]:
     """The import folders of a Python environment that hold installed packages: ``sys.path``
@@ -21,8 +35,12 @@ def environment_paths(python: str | None = None, cache_dir: Path | None = None) 
     (``PYTHON -c 'import sys; ...'``) and the answer kept in ``cache_dir`` keyed by the
     interpreter's path and its ``(mtime, size)``.
 
+    The interpreter runs in a session of its own; one that has not answered within
+    :func:`probe_timeout` seconds is killed with every process it started.
+
     Raises:
-        OSError: ``python`` cannot be run or does not answer (the message says which).
+        OSError: ``python`` cannot be run, does not answer in time or does not answer like a Python
+            interpreter (the message says which).
     """
     import json
 
@@ -39,18 +57,25 @@ def environment_paths(python: str | None = None, cache_dir: Path | None = None) 
     memo = cache_dir / f"env-{key}.json" if cache_dir is not None else None
     if memo is not None:
         try:
-            return json.loads(memo.read_text(encoding="utf-8"))
+            got = json.loads(memo.read_text(encoding="utf-8"))
+            if type(got) is list and all(type(p) is str for p in got):
+                return got
         except (OSError, ValueError):
-            pass
-    import subprocess
-
+            pass  # missing or damaged: asked again (and written anew) below
     code = ("import sys, sysconfig, json; p = sysconfig.get_paths(); "
             "print(json.dumps([sys.path, [p['stdlib'], p['platstdlib']]]))")
+    rc, stdout, stderr = _probe([exe, "-I", "-c", code], python)
     try:
-        proc = subprocess.run([exe, "-I", "-c", code], capture_output=True, text=True, timeout=60)
-        paths, stdlib = json.loads(proc.stdout)
-    except (subprocess.SubprocessError, ValueError, OSError) as e:
-        raise OSError(f"{python}: cannot ask this interpreter for its import path: {e}") from None
+        paths, stdlib = json.loads(stdout)
+        if not (isinstance(paths, list) and isinstance(stdlib, list)
+                and all(isinstance(x, str) for x in paths + stdlib)):
+            raise ValueError
+    except (ValueError, TypeError):
+        said = (stderr.strip() or stdout.strip()).splitlines()
+        detail = f"; it printed: {said[0][:200]}" if said else ""
+        raise OSError(f"{python}: did not answer like a Python interpreter (asked for its import path with "
+                      f"`-I -c ...`, it exited with status {rc}{detail}); pass a Python interpreter, "
+                      "or `none`") from None
     out = _site_folders(paths, {os.path.abspath(x) for x in stdlib})
     if memo is not None:
         try:
@@ -58,6 +83,39 @@ def environment_paths(python: str | None = None, cache_dir: Path | None = None) 
         except OSError:
             pass
     return out
+
+
+def _probe(cmd: list[str], python: str) -> tuple[int, str, str]:
+    """Run ``cmd`` in a session of its own: ``(exit status, stdout, stderr)``.  Past
+    :func:`probe_timeout` the whole process group is killed (the program and whatever it started)
+    and ``OSError`` says so; ``OSError`` too when it cannot be started."""
+    import signal
+    import subprocess
+
+    try:
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, errors="replace", start_new_session=True)
+    except OSError as e:
+        raise OSError(f"{python}: cannot run this interpreter: {e.strerror or e}") from None
+    timeout = probe_timeout()
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except BaseException as e:  # the timeout, or Ctrl-C: nothing it started is left running
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        try:
+            proc.communicate(timeout=5)
+        except BaseException:  # noqa: BLE001  (a grandchild that left the group holds the pipes)
+            proc.kill()
+            proc.wait()
+        if isinstance(e, subprocess.TimeoutExpired):
+            raise OSError(f"{python}: did not answer like a Python interpreter within {timeout:g} s (asked for "
+                          "its import path); stopped it and what it started "
+                          "($PP_ATTR_LINT_PYTHON_TIMEOUT sets the limit)") from None
+        raise
+    return proc.returncode, stdout, stderr
 
 
 def _site_folders(paths: list[str], stdlib: set[str]) -> list[str]:
