@@ -1,0 +1,356 @@
+"""PPA402 unowned-parameter-load: ``load_weights`` looks a checkpoint name up in this rank's
+parameters without skipping the names of layers another pipeline-parallel rank owns (see README.md)."""
+
+from __future__ import annotations
+
+from pp_attr_lint.rule_api import Rule
+
+# calls and names that skip, or decide on, what another rank owns: a lookup in a function that
+# uses one of them in a way this rule does not read is left alone (precision over recall)
+_SKIP_CALL = "is_pp_missing_parameter"
+_RANK_WORDS = frozenset({"start_layer", "end_layer", "PPMissingLayer", "get_pp_group", "pp_group",
+                         "is_first_rank", "is_last_rank", "get_pp_indices"})
+_MAX_CALL_DEPTH = 3
+
+
+def _rank_word(name: str) -> bool:
+    """A name that decides on what this rank owns (``self.start_layer``, ``pp_missing_layer_names``)."""
+    return name in _RANK_WORDS or (name != _SKIP_CALL and ("pp_missing" in name or "missing_layer" in name))
+
+
+def _scopes():
+    import ast
+
+    return (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _own_nodes(fn):
+    """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out."""
+    import ast
+
+    _SCOPES = _scopes()
+    stack = [n for n in fn.body if not isinstance(n, _SCOPES)]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+
+
+def _params_dict_call(node) -> bool:
+    """``dict(self.named_parameters(...))`` (also ``dict(self.named_parameters(remove_duplicate=False))``)."""
+    import ast
+
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Call)
+            and isinstance(node.args[0].func, ast.Attribute) and node.args[0].func.attr == "named_parameters"
+            and isinstance(node.args[0].func.value, ast.Name) and node.args[0].func.value.id == "self")
+
+
+class _Function:
+    """What the rule reads of one function: its parameters, the names it derives from others, its
+    guards and lookups, and the calls it makes."""
+
+    def __init__(self, fn, qualname: str, parent: "_Function | None"):
+        import ast
+
+        self.node, self.qualname, self.parent = fn, qualname, parent
+        args = fn.args
+        self.params = [a.arg for a in args.posonlyargs + args.args]
+        self.dicts: set[str] = set()  # names of this rank's parameter dicts
+        self.derived: dict[str, set[str]] = {}  # name -> the names its values were computed from
+        self.guards: list[tuple[int, str]] = []  # (line, name): a skip or membership test on name
+        self.opaque = False  # decides on ranks in a way not read here
+        self.lookups: list = []  # Subscript nodes (dict name, key name)
+        self.calls: list = []  # Call nodes of this function's own body
+        self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
+        for node in _own_nodes(fn):
+            if isinstance(node, ast.Assign) and _params_dict_call(node.value):
+                self.dicts.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
+                for t in targets:
+                    for n in ast.walk(t):
+                        if isinstance(n, ast.Name):
+                            self.derived.setdefault(n.id, set()).update(used)
+            elif isinstance(node, ast.NamedExpr):
+                self.derived.setdefault(node.target.id, set()).update(
+                    n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
+            if isinstance(node, (ast.For, ast.comprehension)):
+                used = {n.id for n in ast.walk(node.iter) if isinstance(n, ast.Name)}
+                for n in ast.walk(node.target):
+                    if isinstance(n, ast.Name):
+                        self.derived.setdefault(n.id, set()).update(used)
+            if isinstance(node, ast.Name) and _rank_word(node.id):
+                self.opaque = True
+            elif isinstance(node, ast.Attribute) and _rank_word(node.attr):
+                self.opaque = True
+            elif isinstance(node, ast.Call):
+                self.calls.append(node)
+                if isinstance(node.func, ast.Name) and node.func.id == _SKIP_CALL and node.args \
+                        and isinstance(node.args[0], ast.Name):
+                    self.guards.append((node.lineno, node.args[0].id))
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args \
+                        and isinstance(node.args[0], ast.Name):
+                    self.guards.append((node.lineno, node.args[0].id))  # params_dict.get(name)
+            elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
+                # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`
+                self.guards.extend((node.lineno, n.id) for n in ast.walk(node.left) if isinstance(n, ast.Name))
+            elif isinstance(node, ast.Try):
+                if any(_catches_key_error(h) for h in node.handlers):
+                    self.catches.append((node.body[0].lineno, node.body[-1].end_lineno))
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                    and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Name):
+                self.lookups.append(node)
+
+    def checked_by_callee(self, dicts: set[str]) -> None:
+        """Names computed by a call that is handed a parameter dict count as tested against it
+        (``maybe_remap_kv_scale_name(name, params_dict)`` returns ``None`` for a name not in it)."""
+        import ast
+
+        for node in _own_nodes(self.node):
+            if isinstance(node, (ast.Assign, ast.NamedExpr)) and node.value is not None:
+                if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
+                       for c in ast.walk(node.value)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    self.guards.extend((node.lineno, n.id) for t in targets for n in ast.walk(t)
+                                       if isinstance(n, ast.Name))
+
+    def all_dicts(self) -> set[str]:
+        """This function's parameter dicts and those of the functions around it (closures)."""
+        out, f = set(self.dicts), self.parent
+        while f is not None:
+            out |= f.dicts - set(self.params)
+            f = f.parent
+        return out
+
+    def roots(self, name: str) -> set[str]:
+        """``name`` and every name its values were computed from in this function."""
+        seen, todo = set(), [name]
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(self.derived.get(n, ()))
+        return seen
+
+    def guarded(self, name: str, line: int) -> bool:
+        """Whether a skip or membership test on ``name`` (or a name it was computed from) comes
+        before ``line`` in this function, or a ``try`` around it catches ``KeyError``."""
+        names = self.roots(name)
+        return any(gl <= line and g in names for gl, g in self.guards) or any(
+            a <= line <= b for a, b in self.catches)
+
+
+def _catches_key_error(handler) -> bool:
+    import ast
+
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in ("KeyError", "LookupError", "Exception", "BaseException")
+               for t in types)
+
+
+def _collect(tree, lines) -> dict:
+    """``{"layered": [class names that build or hold a make_layers list], "lookups": [...]}``:
+    each lookup ``[class, line, col, end_line, end_col, dict, key, function, call chain]`` is one
+    ``params_dict[key]`` of a class's ``load_weights`` (or a nested function or a helper it calls)
+    that no skip covers on every path from ``load_weights``."""
+    import ast
+
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    module_funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    layered = set()
+    for c in classes:
+        # `self.start_layer, self.end_layer, self.layers = make_layers(...)`: this rank's slice (a
+        # list assigned alone, as SGLang's `self.layers = make_layers(...)` without a PP rank, holds
+        # every layer)
+        if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+               and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "make_layers"
+               and any(isinstance(t, ast.Tuple) for t in n.targets) for n in ast.walk(c)):
+            layered.add(c.name)
+    changed = True
+    while changed:  # a wrapper that constructs a layered class of this module holds its layers
+        changed = False
+        for c in classes:
+            if c.name in layered:
+                continue
+            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered
+                   for n in ast.walk(c)):
+                layered.add(c.name)
+                changed = True
+    out = []
+    for c in classes:
+        if c.name not in layered:
+            continue
+        methods = {m.name: m for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        lw = methods.get("load_weights")
+        if lw is None:
+            continue
+        for rec in _judge(lw, methods, module_funcs, lines):
+            out.append([c.name, *rec])
+    return {"layered": sorted(layered), "lookups": out}
+
+
+def _judge(lw, methods, module_funcs, lines) -> list:
+    """The uncovered lookups reached from ``load_weights`` ``lw``."""
+    import ast
+
+    out = []
+    root = _Function(lw, "load_weights", None)
+    funcs = [root]
+    # nested functions (any depth) with their enclosing function
+    todo = [root]
+    while todo:
+        f = todo.pop()
+        for node in ast.walk(f.node):
+            if node is not f.node and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
+                    and _direct_parent_fn(f.node, node):
+                g = _Function(node, f"{f.qualname}.<locals>.{node.name}", f)
+                funcs.append(g)
+                todo.append(g)
+    by_name = {}
+    for f in funcs[1:]:
+        by_name.setdefault((id(f.parent), f.node.name), f)
+    # helpers given a parameter dict: self.helper(params_dict, ...) and module_helper(params_dict, ...)
+    helpers: dict[str, _Function] = {}
+    for f in list(funcs):
+        dicts = f.all_dicts()
+        for call in f.calls:
+            target = None
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                    and call.func.value.id == "self" and call.func.attr in methods and call.func.attr != "load_weights":
+                target, skip_self = methods[call.func.attr], 1
+            elif isinstance(call.func, ast.Name) and call.func.id in module_funcs:
+                target, skip_self = module_funcs[call.func.id], 0
+            if target is None or target.name in helpers:
+                continue
+            passed = [k for k, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in dicts]
+            if not passed:
+                continue
+            h = _Function(target, target.name, None)
+            h.dicts |= {h.params[k + skip_self] for k in passed if k + skip_self < len(h.params)}
+            helpers[target.name] = h
+            funcs.append(h)
+
+    def callers_cover(f: _Function, k: int, depth: int) -> bool | None:
+        """Whether every call of ``f`` covers its ``k``-th parameter (``None``: no call found)."""
+        if depth > _MAX_CALL_DEPTH:
+            return None
+        found = False
+        for caller in funcs:
+            for call in caller.calls:
+                name = call.func.id if isinstance(call.func, ast.Name) else (
+                    call.func.attr if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "self" else None)
+                if name != f.node.name or (f.parent is not None and caller is not f.parent
+                                           and caller.parent is not f.parent):
+                    continue
+                offset = 1 if f.parent is None and f.params[:1] == ["self"] else 0
+                pos = k - offset
+                arg = call.args[pos] if 0 <= pos < len(call.args) else None
+                if arg is None:
+                    kw = next((w.value for w in call.keywords if w.arg == f.params[k]), None)
+                    arg = kw
+                found = True
+                names = [n.id for n in ast.walk(arg) if isinstance(n, ast.Name)] if arg is not None else []
+                if not names:
+                    return None  # no name to follow
+                if caller.opaque:
+                    return None  # the caller decides on ranks in a way not read here
+                # a name computed at the call (`n.replace(...)`) is covered by a test on what it came from
+                if not any(covers(caller, n, call.lineno, depth + 1) for n in names):
+                    return False
+        return True if found else None
+
+    def covers(f: _Function, name: str, line: int, depth: int) -> bool:
+        if f.guarded(name, line):
+            return True
+        if f is root:
+            return False  # load_weights itself: its weights are the whole checkpoint
+        params = [p for p in f.roots(name) if p in f.params]
+        if not params:
+            return False
+        for p in params:
+            got = callers_cover(f, f.params.index(p), depth)
+            if got is None:
+                return True  # not followed: silent
+            if not got:
+                return False
+        return True
+
+    for f in funcs:
+        f.checked_by_callee(f.all_dicts())
+    for f in funcs:
+        if f.opaque:
+            continue
+        dicts = f.all_dicts()
+        for sub in f.lookups:
+            if sub.value.id not in dicts:
+                continue
+            key = sub.slice.id
+            if covers(f, key, sub.lineno, 0):
+                continue
+            out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
+                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname])
+    return out
+
+
+def _direct_parent_fn(outer, inner) -> bool:
+    """Whether ``inner`` is defined in ``outer``'s own body (not in a function nested in it)."""
+    return any(n is inner for n in _own_nodes_with_defs(outer))
+
+
+def _own_nodes_with_defs(fn):
+    import ast
+
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        yield node
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            continue
+        stack.extend(ast.iter_child_nodes(node))
+
+
+class UnownedParameterLoad(Rule):
+    def collect(self, tree, lines):
+        return _collect(tree, lines)
+
+    def check(self, ctx):
+        facts = ctx.facts(self.code)
+        if not facts or not facts["lookups"]:
+            return []
+        from pp_attr_lint import ranks
+
+        try:
+            if not ranks.RankFacts.of(ctx).module_runs_under_pp(ctx.module):
+                return []  # a registered model that does not support pipeline parallelism
+        except Exception:  # noqa: BLE001  (cannot tell: judge it)
+            pass
+        out = []
+        for cls, line, col, end_line, end_col, dname, key, func in facts["lookups"]:
+            where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
+            message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
+                       f"parameters without skipping the layers another pipeline-parallel rank owns: "
+                       f"`make_layers` builds only this rank's slice, so the other layers' weights are not "
+                       f"in `named_parameters()`, and the lookup raises KeyError on every rank that does not "
+                       f"own the layer.")
+            explanation = [f"`{cls}` builds (or holds) a `make_layers` list, and its `load_weights` reads every "
+                           f"weight of the checkpoint",
+                           f"no `is_pp_missing_parameter({key}, self)` or `{key} in {dname}` test covers this "
+                           f"lookup on every path from `load_weights`",
+                           f"fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
+                           f"(rank 0 for the last layers, rank > 0 for the first)"]
+            out.append(self.finding(ctx, line, col, end_line, end_col, message, explanation))
+        return out
+
+
+RULE = UnownedParameterLoad(
+    code="PPA402",
+    name="unowned-parameter-load",
+    summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
+    needles=("named_parameters",),
+    version=1,
+)
