@@ -42,6 +42,17 @@ def _jobs(v: str) -> int:
     return n
 
 
+def _path(v: str) -> Path:
+    """A path argument: an empty one is an error (``Path("")`` would silently mean the current
+    folder), and ``-`` (standard input) is not supported."""
+    if not v.strip():
+        raise argparse.ArgumentTypeError("an empty path; name a file or folder (`.` for the current folder)")
+    if v == "-":
+        raise argparse.ArgumentTypeError("`-`: reading source from standard input is not supported; "
+                                         "name the files or folders to check")
+    return Path(v)
+
+
 def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     p = _Parser(prog="pp-attr-lint", description="Find and fix attribute reads that crash vLLM-style models "
                 "on pipeline-parallel ranks > 0.")
@@ -49,7 +60,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     c = sub.add_parser("check", help="check files (the default command)")
-    c.add_argument("paths", nargs="*", type=Path, help="files or folders (default: .)")
+    c.add_argument("paths", nargs="*", type=_path, help="files or folders (default: .)")
     c.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
@@ -64,7 +75,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--ignore", type=_csv)
     c.add_argument("--exclude", type=_csv, help="replace the excluded globs")
     c.add_argument("--extend-exclude", type=_csv)
-    c.add_argument("--src", type=Path, action="append", default=[], help="folder to resolve imports from (repeatable)")
+    c.add_argument("--src", type=_path, action="append", default=[], help="folder to resolve imports from (repeatable)")
     c.add_argument("--as-module", metavar="MODULE", help="treat the single FILE as this module, e.g. "
                    "vllm.model_executor.models.qwen3_vl (for a copy outside its package)")
     c.add_argument("--python", metavar="PATH", help="resolve imports the checked files do not hold from this "
@@ -277,7 +288,17 @@ def run_check(args) -> int:
         if not Path(s).is_dir():
             return _fail(f"{s}: --src / `src` folder does not exist")
     if not files:
-        print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
+        from .workspace.files import DEFAULT_EXCLUDE
+
+        # what the configured globs left out (the default ones still apply: .venv, .git, ...)
+        hidden = len(discover(paths, [x for x in DEFAULT_EXCLUDE if x in cfg.exclude])[0])
+        why = (f" ({hidden} file{'s' if hidden != 1 else ''} excluded by `exclude` / `extend-exclude`)"
+               if hidden else "")
+        print(f"pp-attr-lint: warning: no Python files found under the given paths{why}", file=sys.stderr)
+    for p in paths:
+        if p.is_file() and not _looks_like_python(p):
+            print(f"pp-attr-lint: warning: {p}: not a Python file (no `.py` suffix); checked as Python source",
+                  file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
     cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)
@@ -334,6 +355,18 @@ def run_check(args) -> int:
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _looks_like_python(p: Path) -> bool:
+    """``.py`` / ``.pyi`` / ``.pyw``, or a script whose first line is a ``python`` shebang."""
+    if p.suffix in (".py", ".pyi", ".pyw"):
+        return True
+    try:
+        with open(p, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return True  # reported when it is read
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _report(args, findings, result, fixed, rules, out) -> None:

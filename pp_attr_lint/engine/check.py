@@ -206,7 +206,8 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
     from ..facts import merged_settings
     from ..rule_api import index_spec
     from ..workspace.files import package_root
-    from ..workspace.modules import as_module_project, has_relative_imports, infer_module, namespace_roots, remapped
+    from ..workspace.modules import (as_module_project, has_relative_imports, infer_module, module_root_found,
+                                     namespace_roots, remapped)
 
     spec = index_spec(rules)
     # packages whose classes the facts declare attribute-less (torch, typing) are never read from
@@ -225,6 +226,10 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
         touched.update(project.touched)
 
     if as_module:
+        if not module_root_found(as_module, src, env_paths):
+            top = as_module.split(".")[0]
+            notes.append(f"warning: --as-module {as_module}: no package `{top}` in the --src folders or the "
+                         "environment (misspelled, or not installed?); the imports that lead into it are not judged")
         run(*as_module_project(as_module, paths, spec, cache, src, env_paths, external))
         return touched, findings, unjudged, notes
     groups: dict[str, list[tuple[str, str]]] = {}

@@ -1,0 +1,82 @@
+"""What the command line says: paths it refuses or warns about, notes that ``-q`` keeps, messages
+for undecodable and newer-Python files, the shape of each text finding (``= why:`` and one
+``= help:``), not-judged details, the README's paths and options, and ``audit``'s rule selection
+and source distributions."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+MODELS = Path("minivllm") / "model_executor" / "models"
+SEED_HIT = f"{MODELS / 'qwen3_vl.py'}:29:20 PPA001"
+
+
+def cli(*args: str, cwd: Path = REPO, env: dict | None = None, timeout: int = 120) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PP_ATTR_LINT_OUTPUT_FORMAT")}
+    e["NO_COLOR"] = "1"
+    e.update(env or {})
+    return subprocess.run([sys.executable, "-m", "pp_attr_lint", *args], cwd=cwd, env=e,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# -- 1. paths and notes --------------------------------------------------------------------------
+
+def test_empty_path_is_a_usage_error(seed):
+    r = cli("check", "", "--no-cache", cwd=seed)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert "pp-attr-lint: error: argument paths: an empty path" in r.stderr
+    r = cli("check", ".", "--src", "", "--no-cache", cwd=seed)
+    assert r.returncode == 2 and "argument --src: an empty path" in r.stderr
+
+
+def test_stdin_dash_is_refused_clearly(seed):
+    r = cli("check", "-", "--no-cache", cwd=seed)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert "No such file" not in r.stderr
+    assert "standard input is not supported" in r.stderr
+
+
+def test_named_non_python_file_is_warned_about(seed):
+    (seed / "notes.txt").write_text("x = 1\n")
+    r = cli("check", "notes.txt", "--no-cache", cwd=seed)
+    assert (r.returncode, r.stdout) == (0, "All checks passed!\n")
+    assert r.stderr == ("pp-attr-lint: warning: notes.txt: not a Python file (no `.py` suffix); "
+                        "checked as Python source\n")
+    # a script with a python shebang is Python: no warning
+    (seed / "tool").write_text("#!/usr/bin/env python3\nx = 1\n")
+    r = cli("check", "tool", "--no-cache", cwd=seed)
+    assert (r.returncode, r.stderr) == (0, "")
+
+
+@pytest.mark.parametrize("how", ["cli", "config"])
+def test_exclude_of_every_file_warns(seed, how):
+    if how == "config":
+        (seed / "pyproject.toml").write_text('[tool.pp-attr-lint]\nextend-exclude = ["*.py"]\n')
+        r = cli("check", "minivllm", "--no-cache", cwd=seed)
+    else:
+        r = cli("check", "--no-cache", "--extend-exclude", "minivllm", cwd=seed)
+    assert (r.returncode, r.stdout) == (0, "All checks passed!\n")
+    n = len(list((seed / "minivllm").rglob("*.py")))
+    assert r.stderr == (f"pp-attr-lint: warning: no Python files found under the given paths "
+                        f"({n} files excluded by `exclude` / `extend-exclude`)\n")
+
+
+def test_misspelled_as_module_is_warned_about_also_with_quiet(seed, tmp_path):
+    lone = tmp_path / "qwen3_vl.py"
+    lone.write_text((seed / MODELS / "qwen3_vl.py").read_text())
+    for extra in ((), ("-q",)):
+        r = cli("check", str(lone), "--as-module", "minivlm.model_executor.models.qwen3_vl", "--src", str(seed),
+                "--no-cache", *extra, cwd=tmp_path)
+        assert r.returncode == 0
+        assert ("pp-attr-lint: warning: --as-module minivlm.model_executor.models.qwen3_vl: no package `minivlm` "
+                "in the --src folders or the environment") in r.stderr
+    # spelled right: no warning, and the finding
+    r = cli("check", str(lone), "--as-module", "minivllm.model_executor.models.qwen3_vl", "--src", str(seed),
+            "--no-cache", "-q", cwd=tmp_path)
+    assert r.returncode == 1 and r.stderr == ""
