@@ -38,15 +38,38 @@ def decode_source(data: bytes) -> str:
         UnicodeDecodeError: the bytes are not valid in the declared encoding.
         SyntaxError: the encoding declaration is unknown or contradicts the BOM.
     """
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
+    return data.decode(detect_encoding(data))
+
+
+def detect_encoding(data: bytes) -> str:
+    """The PEP 263 encoding of Python source bytes (``utf-8-sig`` with a BOM).
+
+    :func:`tokenize.detect_encoding` reports a non-UTF-8 byte in the first two lines of a file
+    without a coding line as ``invalid or missing encoding declaration``, without its position;
+    the UTF-8 decoding error is raised instead then, so that the message says where the byte is.
+
+    Raises:
+        UnicodeDecodeError: no coding line, and the first lines are not UTF-8.
+        SyntaxError: the encoding declaration is unknown or contradicts the BOM.
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        if "invalid or missing encoding declaration" in str(e.msg):
+            bom = data.startswith(b"\xef\xbb\xbf")
+            try:
+                data[3 if bom else 0:].decode("utf-8")
+            except UnicodeDecodeError as d:  # positions in the file, BOM included
+                raise UnicodeDecodeError(d.encoding, data, d.start + 3 * bom, d.end + 3 * bom, d.reason) from None
+        raise
+    return encoding
 
 
 def read_source(path: "str | Path") -> SourceFile:
     """Read and decode ``path``.  Raises ``OSError``, ``UnicodeDecodeError`` or ``SyntaxError``."""
     with open(path, "rb") as f:
         data = f.read()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    encoding = detect_encoding(data)
     text = data.decode(encoding)
     newline = "\n"
     for i, ch in enumerate(text):

@@ -80,3 +80,31 @@ def test_misspelled_as_module_is_warned_about_also_with_quiet(seed, tmp_path):
     r = cli("check", str(lone), "--as-module", "minivllm.model_executor.models.qwen3_vl", "--src", str(seed),
             "--no-cache", "-q", cwd=tmp_path)
     assert r.returncode == 1 and r.stderr == ""
+
+
+# -- 2. undecodable bytes: where ----------------------------------------------------------------
+
+@pytest.mark.parametrize("data,where", [
+    (b'# caf\xe9\nx = 1\n', "invalid continuation byte at byte 5"),  # first line, no coding line
+    (b'#!/usr/bin/env python\n# caf\xe9\n', "invalid continuation byte at byte 27"),  # second line
+    (b'\xef\xbb\xbf# caf\xe9\n', "invalid continuation byte at byte 8"),  # after a BOM
+    (b'x = 1\ny = "\xff"\n', "invalid start byte at byte 11"),  # later lines (as before)
+])
+def test_undecodable_byte_is_reported_with_its_position(seed, data, where):
+    from pp_attr_lint.textio import decode_source
+
+    (seed / "lat.py").write_bytes(data)
+    r = cli("check", "lat.py", "--no-cache", "--output-format", "concise", "-q", cwd=seed)
+    assert (r.returncode, r.stdout) == (1, f"lat.py:1:1: io-error cannot decode file: {where}\n")
+    with pytest.raises(UnicodeDecodeError) as e:
+        decode_source(data)
+    assert f"{e.value.reason} at byte {e.value.start}" == where
+
+
+def test_undecodable_dependency_says_where(seed):
+    # the module a judged read depends on has a latin-1 byte in its first line
+    q2 = seed / MODELS / "qwen3.py"
+    q2.write_bytes(b"# Copyright caf\xe9\n" + q2.read_bytes())
+    r = cli("check", str(MODELS / "qwen3_vl.py"), "--no-cache", "--show-unresolved", "--output-format", "concise",
+            "-q", cwd=seed)
+    assert "qwen3.py: cannot decode file: invalid continuation byte at byte 15" in r.stdout, r.stdout + r.stderr
