@@ -6,7 +6,9 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import stat
+import sys
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -118,3 +120,26 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
         except OSError:
             pass
         raise
+
+
+_PEP695 = (
+    (re.compile(r"type\s+[A-Za-z_]\w*\s*[\[=]"), "a `type` alias statement (`type X = ...`)"),
+    (re.compile(r"(?:async\s+)?def\s+[A-Za-z_]\w*\s*\["), "a generic function (`def f[T](...)`)"),
+    (re.compile(r"class\s+[A-Za-z_]\w*\s*\["), "a generic class (`class C[T]: ...`)"),
+)
+
+
+def explain_syntax_error(msg: str, line: str | None, version: tuple[int, int] | None = None) -> str:
+    """``msg`` of a :class:`SyntaxError` raised by this Python's parser, with the reason when
+    ``line`` (the line it points at) is syntax of a newer Python: PEP 695's type parameter syntax
+    (``type X = int``, ``def f[T](x: T)``, ``class C[T]``) is Python 3.12's, and 3.11 says only
+    ``invalid syntax`` about it."""
+    version = version or sys.version_info[:2]
+    if version >= (3, 12) or not line:
+        return msg
+    text = line.strip()
+    for pattern, what in _PEP695:
+        if pattern.match(text):
+            return (f"{msg}: {what} is Python 3.12 syntax (PEP 695), which this Python "
+                    f"({version[0]}.{version[1]}) cannot parse; run pp-attr-lint with Python 3.12 or later")
+    return msg

@@ -108,3 +108,43 @@ def test_undecodable_dependency_says_where(seed):
     r = cli("check", str(MODELS / "qwen3_vl.py"), "--no-cache", "--show-unresolved", "--output-format", "concise",
             "-q", cwd=seed)
     assert "qwen3.py: cannot decode file: invalid continuation byte at byte 15" in r.stdout, r.stdout + r.stderr
+
+
+# -- 3. syntax of a newer Python ------------------------------------------------------------------
+
+@pytest.mark.parametrize("line,what", [
+    ("type Alias = int", "a `type` alias statement"),
+    ("type Pair[T] = tuple[T, T]", "a `type` alias statement"),
+    ("def ident[T](x: T) -> T:", "a generic function"),
+    ("    async def run[T](x: T):", "a generic function"),
+    ("class Box[T]:", "a generic class"),
+])
+def test_pep695_syntax_is_explained_on_311(line, what):
+    from pp_attr_lint.textio import explain_syntax_error
+
+    got = explain_syntax_error("invalid syntax", line, (3, 11))
+    assert got.startswith(f"invalid syntax: {what}")
+    assert got.endswith("is Python 3.12 syntax (PEP 695), which this Python (3.11) cannot parse; "
+                        "run pp-attr-lint with Python 3.12 or later")
+    assert explain_syntax_error("invalid syntax", line, (3, 12)) == "invalid syntax"
+
+
+@pytest.mark.parametrize("line", ["x = = 1", "type = 3 +", "def f(:", "typed X = 1"])
+def test_other_syntax_errors_are_left_alone(line):
+    from pp_attr_lint.textio import explain_syntax_error
+
+    assert explain_syntax_error("invalid syntax", line, (3, 11)) == "invalid syntax"
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="Python 3.12 parses PEP 695 syntax")
+def test_pep695_in_a_dependency_says_which_python(seed):
+    dep = seed / MODELS / "qwen3.py"
+    dep.write_text("type Alias = int\n\n\n" + dep.read_text())
+    r = cli("check", ".", "--no-cache", "--output-format", "concise", "--show-unresolved", cwd=seed)
+    assert r.returncode == 1
+    first = r.stdout.splitlines()[0]
+    v = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    assert first == (f"{MODELS / 'qwen3.py'}:1:6: invalid-syntax SyntaxError: invalid syntax: a `type` alias "
+                     f"statement (`type X = ...`) is Python 3.12 syntax (PEP 695), which this Python ({v}) cannot "
+                     "parse; run pp-attr-lint with Python 3.12 or later")
+    assert f"qwen3.py:1 does not parse: invalid syntax: a `type` alias statement" in r.stdout
