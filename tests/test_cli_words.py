@@ -148,3 +148,72 @@ def test_pep695_in_a_dependency_says_which_python(seed):
                      f"statement (`type X = ...`) is Python 3.12 syntax (PEP 695), which this Python ({v}) cannot "
                      "parse; run pp-attr-lint with Python 3.12 or later")
     assert f"qwen3.py:1 does not parse: invalid syntax: a `type` alias statement" in r.stdout
+
+
+# -- 4. the shape of a text finding -------------------------------------------------------------
+
+RULE_CASES = sorted(p for p in (REPO / "rules").glob("PPA*/cases/*") if p.is_dir())
+STUBS = REPO / "fixtures" / "ppstub"
+
+
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """``(header, [= lines])`` of each rule finding of a text report."""
+    import re
+
+    out: list[tuple[str, list[str]]] = []
+    for line in text.splitlines():
+        if re.match(r"^\S+:\d+:\d+: PPA\d+ ", line):
+            out.append((line, []))
+        elif out and line.startswith("  = "):
+            out[-1][1].append(line)
+    return out
+
+
+def _assert_shape(blocks) -> None:
+    for head, notes in blocks:
+        whys = [n for n in notes if n.startswith("  = why: ")]
+        helps = [n for n in notes if n.startswith("  = help: ")]
+        assert whys, f"no `= why:` line: {head}"
+        assert len(helps) == 1 and len(helps[0]) > len("  = help: ") + 10, f"not one `= help:` line: {head}\n{notes}"
+        assert len(whys) + len(helps) == len(notes), notes
+        for n in whys:
+            assert not n[len("  = why: "):].lower().startswith("help"), f"help inside a why line: {n}"
+        for n in notes:
+            assert "when always" not in n and "when never" not in n, n
+
+
+def test_every_finding_of_every_rule_case_has_why_and_one_help():
+    r = cli("check", *map(str, RULE_CASES), "--src", str(STUBS), "--no-cache", "--extend-select", "PPA002",
+            timeout=300)
+    assert r.returncode == 1, r.stderr
+    blocks = _blocks(r.stdout)
+    assert {h.split(": ")[1].split()[0] for h, _ in blocks} >= {
+        "PPA001", "PPA002", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA301"}
+    _assert_shape(blocks)
+    text = r.stdout
+    assert "this line runs on every rank" in text and "runs when always" not in text
+    assert "= why: help:" not in text
+    # unfixable findings get advice too, the fixable ones the fix's message
+    assert "= help: Call `DeepseekModel.__init__` (or `super().__init__(...)`), or set `self.use_mha`" in text
+    assert "= help: Set `self.start_layer` in `HostPool.__init__`" in text
+    assert "= help: Run this line only when is_first_rank, where `self.embed_tokens` is a real module" in text
+
+
+def test_wrapper_findings_without_a_fix_get_help(seed):
+    # the inner model may be None: no fix, but advice
+    p = seed / MODELS / "qwen3_vl.py"
+    text = p.read_text()
+    assert "self.model = Qwen3LLMModel(" in text
+    p.write_text(text.replace("self.model = Qwen3LLMModel(", "self.model = None if vllm_config is None else Qwen3LLMModel(", 1))
+    r = cli("check", ".", "--no-cache", cwd=seed)
+    assert r.returncode == 1, r.stdout + r.stderr
+    blocks = _blocks(r.stdout)
+    assert blocks and "[*]" not in blocks[0][0]
+    _assert_shape(blocks)
+    assert "  = help: Read `self.language_model.model.start_layer` where `Qwen3LLMForCausalLM.model` is not None" \
+        in r.stdout
+    import json
+
+    r = cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
+    data = json.loads(r.stdout)
+    assert data[0]["fix"] is None and data[0]["help"].startswith("Read `self.language_model.model.start_layer`")

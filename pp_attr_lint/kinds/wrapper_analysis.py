@@ -238,10 +238,12 @@ class RuleRunner:
                                       path=dotted, where=where, fixed=fixed)
         explanation = self._explain(receiver, cands, attr, path, trails, defs)
         fix = None
+        help = f"Read `{fixed}`"
         maybe_none = [(ck, step) for k in cands for ck, step, step_cands, _ in trails[k][:-1] if NONE_KEY in step_cands]
         if maybe_none:
             ck, step = maybe_none[0]
             explanation.append(f"no fix: `{ck[1]}.{step}` may be None, and a read through it would raise on None")
+            help = f"Read `{fixed}` where `{ck[1]}.{step}` is not None"
         elif rule.fix_applicability and len(best) == 1:
             edit = Edit(content="." + dotted, row=read["recv_end_line"], column=read["recv_end_col"] + 1,
                         end_row=read["recv_end_line"], end_column=read["recv_end_col"] + 1)
@@ -251,10 +253,12 @@ class RuleRunner:
         elif len(best) > 1:
             explanation.append("no fix: several submodule paths lead to the attribute: "
                                + ", ".join("." + ".".join(p) for p in best))
+            help = ("Read it through the submodule that holds it: "
+                    + " or ".join(f"`{receiver}.{'.'.join(p)}.{attr}`" for p in best))
         return Finding(
             code=rule.code, name=rule.name, message=message, path=st.path,
             row=read["line"], column=read["col"] + 1, end_row=read["end_line"], end_column=read["end_col"] + 1,
-            fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation,
+            fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation, help=help,
             fix_data={"chain": list(read["chain"]), "path": list(path), "attr": attr, "kind": read["kind"]},
         )
 
