@@ -217,3 +217,28 @@ def test_wrapper_findings_without_a_fix_get_help(seed):
     r = cli("check", ".", "--no-cache", "--output-format", "json", cwd=seed)
     data = json.loads(r.stdout)
     assert data[0]["fix"] is None and data[0]["help"].startswith("Read `self.language_model.model.start_layer`")
+
+
+# -- 5. not-judged details name the rule's own attribute ----------------------------------------
+
+EMBED_RULE = """\
+code: PPX100
+name: embed-on-wrapper
+summary: embed_tokens read on a wrapper that only its inner model has
+attributes: [embed_tokens]
+message: "`{receiver}` is a `{wrapper}`, which has no `{attr}`; read `{fixed}` (set at {where})"
+attributeless_bases: [builtins.object, torch.nn.Module, typing.Protocol]
+"""
+
+
+def test_not_judged_detail_of_a_project_rule_names_its_attribute(seed):
+    (seed / "embed.yaml").write_text(EMBED_RULE)
+    (seed / "pyproject.toml").write_text('[tool.pp-attr-lint]\nrules = ["embed.yaml"]\nselect = ["PPX100"]\n')
+    q2 = seed / MODELS / "qwen2.py"
+    q2.write_text(q2.read_text() + "\n    def emb(self):\n        return self.model.embed_tokens\n")
+    r = cli("check", ".", "--no-cache", "--show-unresolved", "--output-format", "concise", cwd=seed)
+    lines = [ln for ln in r.stdout.splitlines() if "not judged" in ln and "PPX100" in ln]
+    assert len(lines) == 1, r.stdout + r.stderr
+    assert "start_layer" not in lines[0] and "end_layer" not in lines[0]
+    assert "`Qwen2Model` has no `embed_tokens`, and whether its submodule `Qwen2Model.layers` holds one " \
+           "cannot be told" in lines[0]

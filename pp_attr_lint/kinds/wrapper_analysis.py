@@ -9,11 +9,16 @@ the same submodule path.
 
 from __future__ import annotations
 
+from ..facts import RANGE_ATTRIBUTES
 from ..index.summary import scopes_by_line
 from ..model import Edit, Finding, Fix, NotJudged
 from ..resolve import EXTERNAL, NONE_KEY, ClassKey, Resolver, Unresolved, Where
 from ..textio import display_path
 from ..workspace.project import FileState, Project
+
+
+# a layer range is two ints (``make_layers`` returns them with the list): never a submodule to look in
+_NOT_SUBMODULES = frozenset(RANGE_ATTRIBUTES)
 
 
 def _where(w: Where) -> str:
@@ -49,11 +54,14 @@ class RuleRunner:
         for _depth in range(self.rule.max_path_depth):
             nxt = []
             for path, ck, trail in frontier:
-                for step in sorted(self._assigned_attrs(ck)):
+                for step in sorted(self._assigned_attrs(ck) - _NOT_SUBMODULES):
                     got = r.attr_candidates(ck, step)
                     if got is None:
                         if r.why is not None:
-                            self._path_why.setdefault((key, attr), (r.why[0], f"`{ck[1]}.{step}`: {r.why[1]}", r.why[2]))
+                            # said of the rule's own attribute: the step is only where the search stopped
+                            self._path_why.setdefault((key, attr), (
+                                r.why[0], f"`{key[1]}` has no `{attr}`, and whether its submodule `{ck[1]}.{step}` "
+                                f"holds one cannot be told: {r.why[1]}", r.why[2]))
                         continue
                     cands, wheres = got
                     real = sorted(cands - {NONE_KEY})  # a step that may be None: no fix through it
