@@ -14,7 +14,8 @@ Steps:
 3. unpack the ``.py`` files of its top-level packages (``*.dist-info/top_level.txt``, else the
    top-level folders that hold an ``__init__.py``) into ``<cache>/src/<wheel name>/``, once: a
    later run reuses the folder;
-4. check those packages as ``pp-attr-lint check`` would (built-in rules, no configuration file of
+4. check those packages as ``pp-attr-lint check`` would (built-in rules, selected with
+   ``--select`` / ``--extend-select`` / ``--ignore`` as for check, no configuration file of
    the working directory), with paths shown relative to the unpacked folder
    (``vllm/model_executor/models/qwen3_vl.py``).
 
@@ -174,6 +175,10 @@ def prepare(args) -> tuple[Path, Path, list[str], list[str]]:
         argv += ["--cache-dir", str(wheel_dir / "lint")]
     if getattr(args, "jobs", None):
         argv += ["--jobs", str(args.jobs)]
+    for option in ("select", "extend_select", "ignore"):  # check's rule selection, passed on as given
+        codes = getattr(args, option, None)
+        if codes:
+            argv += ["--" + option.replace("_", "-"), ",".join(codes)]
     for flag in ("exit_zero", "show_unresolved", "strict"):
         if getattr(args, flag, False):
             argv.append("--" + flag.replace("_", "-"))

@@ -322,3 +322,58 @@ def test_readme_names_only_options_that_exist():
             if not accepted(ours, opt) and not accepted(tool_help, opt):
                 unknown.append(opt)
     assert unknown == [], f"README.md names options no command accepts: {unknown}"
+
+
+# -- 7. audit takes check's rule selection --------------------------------------------------------
+
+SEED = REPO / "fixtures" / "seed"
+
+
+def _small_wheel(folder: Path, name: str = "tinypkg", version: str = "1.0") -> Path:
+    """A wheel of the seed package (``minivllm``, one PPA001 finding) named ``NAME-VERSION``."""
+    import zipfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    whl = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for p in sorted((SEED / "minivllm").rglob("*.py")):
+            z.write(p, p.relative_to(SEED).as_posix())
+        z.writestr(f"{name}-{version}.dist-info/top_level.txt", "minivllm\n")
+        z.writestr(f"{name}-{version}.dist-info/METADATA", f"Name: {name}\nVersion: {version}\n")
+    return whl
+
+
+@pytest.mark.parametrize("options,codes", [
+    ((), ["PPA001"]),
+    (("--select", "PPA001"), ["PPA001"]),
+    (("--select", "PPA201"), []),
+    (("--ignore", "PPA001"), []),
+    (("--select", "PPA201", "--extend-select", "PPA001"), ["PPA001"]),
+])
+def test_audit_takes_the_rule_selection(tmp_path, monkeypatch, capsys, options, codes):
+    from pp_attr_lint import audit
+    from pp_attr_lint.cli import main
+
+    cache = tmp_path / "wheels"
+    _small_wheel(cache)
+
+    def no_pip(*a, **k):
+        raise AssertionError("pip must not run when the wheel is cached")
+
+    monkeypatch.setattr(audit, "download_wheel", no_pip)
+    rc = main(["audit", "tinypkg==1.0", "--cache-dir", str(cache), "--output-format", "concise", *options])
+    out, err = capsys.readouterr()
+    assert "auditing tinypkg-1.0-py3-none-any.whl (minivllm)" in err
+    assert [ln.split(": ", 1)[1].split()[0] for ln in out.splitlines()[:-1]] == codes
+    assert rc == (1 if codes else 0)
+
+
+def test_audit_rejects_a_bad_selection(tmp_path, monkeypatch, capsys):
+    from pp_attr_lint import audit
+    from pp_attr_lint.cli import main
+
+    cache = tmp_path / "wheels"
+    _small_wheel(cache)
+    monkeypatch.setattr(audit, "download_wheel", lambda *a, **k: pytest.fail("no pip"))
+    rc = main(["audit", "tinypkg==1.0", "--cache-dir", str(cache), "--select", "PPX999"])
+    assert rc == 2 and "unknown rule code or prefix `PPX999`" in capsys.readouterr().err
