@@ -238,7 +238,7 @@ def run_rules(args) -> int:
 def run_audit(args) -> int:
     """``pp-attr-lint audit SPEC``: fetch (or reuse) the wheel, unpack, check, report (the steps
     are :mod:`pp_attr_lint.audit`'s)."""
-    from .audit import AuditError, prepare
+    from .audit import AuditError, is_sdist, prepare
 
     try:
         wheel, folder, pkgs, argv = prepare(args)
@@ -246,6 +246,9 @@ def run_audit(args) -> int:
         print(f"pp-attr-lint: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     check_args = build_parser(with_validate=False).parse_args(argv)
+    if is_sdist(wheel):
+        print(f"pp-attr-lint: no wheel of `{args.spec}` found: checking its source distribution {wheel.name} "
+              "(its Python files unpacked, nothing built)", file=sys.stderr)
     if args.output_format in ("text", "concise"):
         print(f"pp-attr-lint: auditing {wheel.name} ({', '.join(pkgs)})", file=sys.stderr)
     old = os.getcwd()

@@ -377,3 +377,92 @@ def test_audit_rejects_a_bad_selection(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(audit, "download_wheel", lambda *a, **k: pytest.fail("no pip"))
     rc = main(["audit", "tinypkg==1.0", "--cache-dir", str(cache), "--select", "PPX999"])
     assert rc == 2 and "unknown rule code or prefix `PPX999`" in capsys.readouterr().err
+
+
+# -- 8. audit of a package that has only a source distribution ----------------------------------
+
+BACKEND = '''\
+"""A PEP 517 backend that only writes metadata (pip prepares it for `pip download`)."""
+import os
+
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+
+def prepare_metadata_for_build_wheel(metadata_directory, config_settings=None):
+    d = os.path.join(metadata_directory, "tinysrc-1.0.dist-info")
+    os.makedirs(d)
+    with open(os.path.join(d, "METADATA"), "w") as f:
+        f.write("Metadata-Version: 2.1\\nName: tinysrc\\nVersion: 1.0\\n")
+    return "tinysrc-1.0.dist-info"
+
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    raise RuntimeError("audit must not build the package")
+'''
+
+
+def _local_sdist_index(folder: Path) -> Path:
+    """``folder/tinysrc-1.0.tar.gz``: the seed package (one PPA001 finding) under ``src/``, a
+    ``tests/`` package beside it, and a build backend that needs nothing (so pip prepares the
+    metadata offline)."""
+    import io
+    import tarfile
+
+    folder.mkdir(parents=True, exist_ok=True)
+    sdist = folder / "tinysrc-1.0.tar.gz"
+    files = {
+        "pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n',
+        "backend.py": BACKEND,
+        "PKG-INFO": "Metadata-Version: 2.1\nName: tinysrc\nVersion: 1.0\n",
+        "tests/__init__.py": "",
+        "tests/test_it.py": "def test():\n    assert x.start_layer\n",
+    }
+    for p in sorted((SEED / "minivllm").rglob("*.py")):
+        files["src/" + p.relative_to(SEED).as_posix()] = p.read_text()
+    with tarfile.open(sdist, "w:gz") as t:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"tinysrc-1.0/{name}")
+            info.size = len(data)
+            t.addfile(info, io.BytesIO(data))
+    return sdist
+
+
+def test_download_wheel_takes_pip_options_and_the_sdist_is_downloaded(tmp_path):
+    from pp_attr_lint import audit
+
+    index = tmp_path / "index"
+    _local_sdist_index(index)
+    local = ("--no-index", "--find-links", str(index))
+    with pytest.raises(audit.AuditError, match=r"offline, or no such version\?"):
+        audit.download_wheel("tinysrc==1.0", tmp_path / "c", local)  # there is no wheel
+    got = audit.download("tinysrc==1.0", tmp_path / "c", local)
+    assert got == tmp_path / "c" / "tinysrc-1.0.tar.gz" and got.is_file()
+    assert sorted(p.name for p in (tmp_path / "c").iterdir()) == ["tinysrc-1.0.tar.gz"]  # no temporary folder left
+    folder, pkgs = audit.unpack(got, tmp_path / "c" / "src")
+    assert pkgs == ["minivllm"]
+    assert (folder / MODELS / "qwen3_vl.py").is_file()
+    assert not (folder / "tests").exists() and not (folder / "backend.py").exists()
+    assert audit.cached_wheel("tinysrc==1.0", tmp_path / "c") == got
+
+
+def test_audit_of_an_sdist_only_package(tmp_path, monkeypatch, capsys):
+    from pp_attr_lint import audit
+    from pp_attr_lint.cli import main
+
+    index = tmp_path / "index"
+    _local_sdist_index(index)
+    monkeypatch.setattr(audit, "PIP_OPTIONS", ("--no-index", "--find-links", str(index)))
+    cache = tmp_path / "c"
+    rc = main(["audit", "tinysrc==1.0", "--cache-dir", str(cache), "--output-format", "concise"])
+    out, err = capsys.readouterr()
+    assert rc == 1, err
+    assert [ln.split(": ")[0] for ln in out.splitlines()[:-1]] == [f"{MODELS / 'qwen3_vl.py'}:29:20"]
+    assert ("pp-attr-lint: no wheel of `tinysrc==1.0` found: checking its source distribution tinysrc-1.0.tar.gz "
+            "(its Python files unpacked, nothing built)") in err
+    assert "auditing tinysrc-1.0.tar.gz (minivllm)" in err
+    # the next run reuses the sdist: pip does not run
+    monkeypatch.setattr(audit, "_pip_download", lambda *a, **k: pytest.fail("pip must not run"))
+    assert main(["audit", "tinysrc==1.0", "--cache-dir", str(cache), "--output-format", "concise"]) == 1
