@@ -148,6 +148,8 @@ def test_pep695_in_a_dependency_says_which_python(seed):
                      f"statement (`type X = ...`) is Python 3.12 syntax (PEP 695), which this Python ({v}) cannot "
                      "parse; run pp-attr-lint with Python 3.12 or later")
     assert f"qwen3.py:1 does not parse: invalid syntax: a `type` alias statement" in r.stdout
+    r = cli("check", ".", "--no-cache", cwd=seed)
+    assert "  = help: Run pp-attr-lint with a Python that parses this file\n" in r.stdout
 
 
 # -- 4. the shape of a text finding -------------------------------------------------------------
@@ -466,3 +468,16 @@ def test_audit_of_an_sdist_only_package(tmp_path, monkeypatch, capsys):
     # the next run reuses the sdist: pip does not run
     monkeypatch.setattr(audit, "_pip_download", lambda *a, **k: pytest.fail("pip must not run"))
     assert main(["audit", "tinysrc==1.0", "--cache-dir", str(cache), "--output-format", "concise"]) == 1
+
+
+def test_broken_files_get_help_too(seed):
+    m = seed / MODELS
+    (m / "broken.py").write_text("x = a.start_layer +\n")
+    (m / "latin.py").write_bytes(b"# caf\xe9\ny = a.start_layer\n")
+    r = cli("check", ".", "--no-cache", cwd=seed)
+    assert r.returncode == 1
+    text = r.stdout
+    assert ("invalid-syntax SyntaxError: invalid syntax\n"
+            "  = help: Fix the syntax error; the reads that depend on this file are not judged until it parses\n") in text
+    assert ("io-error cannot decode file: invalid continuation byte at byte 5\n"
+            "  = help: Save the file as UTF-8, or declare its encoding in a coding line") in text

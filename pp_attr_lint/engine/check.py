@@ -313,11 +313,15 @@ def _analyze_group(project: Project, states: list, rules, explicit,
 
 def _broken_file(st) -> Finding:
     if st.error:
+        help = ("Save the file as UTF-8, or declare its encoding in a coding line (`# -*- coding: latin-1 -*-`)"
+                if st.error.startswith("cannot decode") else "Make the file readable")
         return Finding(code=None, name="io-error", message=st.error, path=st.path,
-                       row=1, column=1, end_row=1, end_column=1)
+                       row=1, column=1, end_row=1, end_column=1, help=help)
     msg, line, col = st.syntax_error
+    help = ("Run pp-attr-lint with a Python that parses this file" if " is Python 3." in msg else
+            "Fix the syntax error; the reads that depend on this file are not judged until it parses")
     return Finding(code=None, name="invalid-syntax", message=f"SyntaxError: {msg}",
-                   path=st.path, row=line, column=col + 1, end_row=line, end_column=col + 1)
+                   path=st.path, row=line, column=col + 1, end_row=line, end_column=col + 1, help=help)
 
 
 def _drop_noqa(path: str, records: list[NotJudged]) -> list[NotJudged]:
