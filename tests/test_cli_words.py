@@ -33,6 +33,9 @@ def test_empty_path_is_a_usage_error(seed):
     assert "pp-attr-lint: error: argument paths: an empty path" in r.stderr
     r = cli("check", ".", "--src", "", "--no-cache", cwd=seed)
     assert r.returncode == 2 and "argument --src: an empty path" in r.stderr
+    for option in ("--cache-dir", "--config", "-o"):
+        r = cli("check", ".", option, "", cwd=seed)
+        assert r.returncode == 2 and "an empty path" in r.stderr, option
 
 
 def test_stdin_dash_is_refused_clearly(seed):
