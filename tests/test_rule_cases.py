@@ -52,6 +52,7 @@ def test_findings_match_annotations(case: Path):
     assert not got & ok
     for f in findings:
         assert f["explanation"], f  # every finding says why
+        assert f["help"], f  # and what to do
 
 
 @pytest.mark.parametrize("case", CASES, ids=_id)

@@ -229,7 +229,8 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
     from ..facts import merged_settings
     from ..rule_api import index_spec
     from ..workspace.files import package_root
-    from ..workspace.modules import as_module_project, has_relative_imports, infer_module, namespace_roots, remapped
+    from ..workspace.modules import (as_module_project, has_relative_imports, infer_module, module_root_found,
+                                     namespace_roots, remapped)
 
     spec = index_spec(rules)
     # packages whose classes the facts declare attribute-less (torch, typing) are never read from
@@ -248,6 +249,10 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
         touched.update(project.touched)
 
     if as_module:
+        if not module_root_found(as_module, src, env_paths):
+            top = as_module.split(".")[0]
+            notes.append(f"warning: --as-module {as_module}: no package `{top}` in the --src folders or the "
+                         "environment (misspelled, or not installed?); the imports that lead into it are not judged")
         run(*as_module_project(as_module, paths, spec, cache, src, env_paths, external))
         return touched, findings, unjudged, notes
     groups: dict[str, list[tuple[str, str]]] = {}
@@ -331,15 +336,20 @@ def _analyze_group(project: Project, states: list, rules, explicit,
 
 def _broken_path(path: str, message: str) -> Finding:
     """The ``io-error`` finding of a file that cannot be read or decoded."""
-    return Finding(code=None, name="io-error", message=message, path=path, row=1, column=1, end_row=1, end_column=1)
+    help = ("Save the file as UTF-8, or declare its encoding in a coding line (`# -*- coding: latin-1 -*-`)"
+            if message.startswith("cannot decode") else "Make the file readable")
+    return Finding(code=None, name="io-error", message=message, path=path, row=1, column=1, end_row=1,
+                   end_column=1, help=help)
 
 
 def _broken_file(st) -> Finding:
     if st.error:
         return _broken_path(st.path, st.error)
     msg, line, col = st.syntax_error
+    help = ("Run pp-attr-lint with a Python that parses this file" if " is Python 3." in msg else
+            "Fix the syntax error; the reads that depend on this file are not judged until it parses")
     return Finding(code=None, name="invalid-syntax", message=f"SyntaxError: {msg}",
-                   path=st.path, row=line, column=col + 1, end_row=line, end_column=col + 1)
+                   path=st.path, row=line, column=col + 1, end_row=line, end_column=col + 1, help=help)
 
 
 def _drop_noqa(path: str, records: list[NotJudged]) -> list[NotJudged]:

@@ -9,11 +9,16 @@ the same submodule path.
 
 from __future__ import annotations
 
+from ..facts import RANGE_ATTRIBUTES
 from ..index.summary import scopes_by_line
 from ..model import Edit, Finding, Fix, NotJudged
 from ..resolve import EXTERNAL, NONE_KEY, ClassKey, Resolver, Unresolved, Where
 from ..textio import display_path
 from ..workspace.project import FileState, Project
+
+
+# a layer range is two ints (``make_layers`` returns them with the list): never a submodule to look in
+_NOT_SUBMODULES = frozenset(RANGE_ATTRIBUTES)
 
 
 def _where(w: Where) -> str:
@@ -49,11 +54,14 @@ class RuleRunner:
         for _depth in range(self.rule.max_path_depth):
             nxt = []
             for path, ck, trail in frontier:
-                for step in sorted(self._assigned_attrs(ck)):
+                for step in sorted(self._assigned_attrs(ck) - _NOT_SUBMODULES):
                     got = r.attr_candidates(ck, step)
                     if got is None:
                         if r.why is not None:
-                            self._path_why.setdefault((key, attr), (r.why[0], f"`{ck[1]}.{step}`: {r.why[1]}", r.why[2]))
+                            # said of the rule's own attribute: the step is only where the search stopped
+                            self._path_why.setdefault((key, attr), (
+                                r.why[0], f"`{key[1]}` has no `{attr}`, and whether its submodule `{ck[1]}.{step}` "
+                                f"holds one cannot be told: {r.why[1]}", r.why[2]))
                         continue
                     cands, wheres = got
                     real = sorted(cands - {NONE_KEY})  # a step that may be None: no fix through it
@@ -238,10 +246,12 @@ class RuleRunner:
                                       path=dotted, where=where, fixed=fixed)
         explanation = self._explain(receiver, cands, attr, path, trails, defs)
         fix = None
+        help = f"Read `{fixed}`"
         maybe_none = [(ck, step) for k in cands for ck, step, step_cands, _ in trails[k][:-1] if NONE_KEY in step_cands]
         if maybe_none:
             ck, step = maybe_none[0]
             explanation.append(f"no fix: `{ck[1]}.{step}` may be None, and a read through it would raise on None")
+            help = f"Read `{fixed}` where `{ck[1]}.{step}` is not None"
         elif rule.fix_applicability and len(best) == 1:
             edit = Edit(content="." + dotted, row=read["recv_end_line"], column=read["recv_end_col"] + 1,
                         end_row=read["recv_end_line"], end_column=read["recv_end_col"] + 1)
@@ -251,10 +261,12 @@ class RuleRunner:
         elif len(best) > 1:
             explanation.append("no fix: several submodule paths lead to the attribute: "
                                + ", ".join("." + ".".join(p) for p in best))
+            help = ("Read it through the submodule that holds it: "
+                    + " or ".join(f"`{receiver}.{'.'.join(p)}.{attr}`" for p in best))
         return Finding(
             code=rule.code, name=rule.name, message=message, path=st.path,
             row=read["line"], column=read["col"] + 1, end_row=read["end_line"], end_column=read["end_col"] + 1,
-            fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation,
+            fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation, help=help,
             fix_data={"chain": list(read["chain"]), "path": list(path), "attr": attr, "kind": read["kind"]},
         )
 

@@ -33,6 +33,12 @@ def as_module_project(as_module, paths, spec, cache, src, env_paths, external=fr
     return project, [project.file_state(p, as_module) for p in paths]
 
 
+def module_root_found(as_module: str, src, env_paths) -> bool:
+    """Whether ``as_module``'s top package is in a ``src`` folder, the environment or ``sys.path``
+    (else ``--as-module`` names a package that is nowhere: misspelled, or not installed)."""
+    return bool(_module_roots(as_module, src, env_paths))
+
+
 _IMPORT_RE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[ \t]+([\w.]+))", re.M)
 
 

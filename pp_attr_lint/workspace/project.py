@@ -45,7 +45,7 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
         it cannot be decoded.  Raises nothing for bad input.
     """
     from ..index.summary import summarize
-    from ..textio import decode_source
+    from ..textio import decode_source, explain_syntax_error
 
     try:
         text = decode_source(data)
@@ -56,7 +56,12 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
     try:
         return ("ok", summarize(text, spec, str(path)))
     except SyntaxError as e:
-        return ("syntax", (e.msg or "invalid syntax", e.lineno or 1, (e.offset or 1) - 1))
+        line = e.text
+        if e.lineno and not line:
+            lines = text.splitlines()
+            line = lines[e.lineno - 1] if 0 < e.lineno <= len(lines) else None
+        msg = explain_syntax_error(e.msg or "invalid syntax", line)
+        return ("syntax", (msg, e.lineno or 1, (e.offset or 1) - 1))
     except (RecursionError, MemoryError):  # nesting too deep for the parser (as CPython's own)
         return ("syntax", ("too many nested parentheses or operators to parse", 1, 0))
 

@@ -48,8 +48,10 @@ class LayerRangeOnSelf(Rule):
                        f"and no subclass in the checked files sets it: AttributeError on every call.")
             explanation = [f"MRO: {' -> '.join(e[1] if e[0] != EXTERNAL else e[1].rsplit('.', 1)[-1] for e in mro)}",
                            f"`{read['class']}()` runs {', '.join(o[1] + '.__init__' for o, _ in r.executed_inits(key)) or 'no project __init__'}"]
+            help = (f"Set `self.{attr}` in `{read['class']}.__init__` (from `make_layers(...)`, or from the layer "
+                    f"range of the module that builds the layers), or read `{attr}` on that module instead")
             out.append(self.finding(ctx, read["line"], read["col"], read["end_line"], read["end_col"], message,
-                                    explanation))
+                                    explanation, help=help))
         return out
 
     def _subclass_sets(self, ctx, key, attr) -> bool:

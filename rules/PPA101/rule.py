@@ -62,7 +62,8 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
             return None
         recv = ".".join(chain)
         holder = " | ".join(k[1] for k in sorted(owners))
-        rank = ranks.rank_words(env) if by_rank else f"the ranks where {ranks.describe(cond)}"
+        rank = ranks.rank_words(env) if by_rank else (
+            "every rank" if cond == ranks.TRUE else f"the ranks where {ranks.describe(cond)}")
         where = ", ".join(dict.fromkeys(wheres))
         if kind == "read":
             what = f"reads `{recv}.{attr}`"
@@ -77,13 +78,22 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
         message = (f"`{recv}` is a `PPMissingLayer` placeholder on {rank} ({holder}.{chain[-1]} is assigned one at "
                    f"{where}); this line {what} there, and {fails}: AttributeError on that rank only.")
         explanation = [
-            f"`{'.'.join(chain[:-1])}` is a `{holder}`; its `{chain[-1]}` is a `PPMissingLayer` when "
-            f"{ranks.describe(ranks.f_or(*conds))} (assigned at {where})",
-            f"this line runs when {ranks.describe(guard)}" + (" and the model runs on the last rank" if kind == "alias" else ""),
+            f"`{'.'.join(chain[:-1])}` is a `{holder}`; its `{chain[-1]}` is a `PPMissingLayer` "
+            f"{ranks.when(ranks.f_or(*conds))} (assigned at {where})",
+            ranks.runs_when(guard) + ("; the model uses the alias on the last rank" if kind == "alias" else ""),
             "both hold on " + rank + ranks.describe_env(env),
         ]
+        real = ranks.f_not(cond)  # where the attribute holds the real module
+        if kind == "alias":
+            help = (f"Build `{recv}` on the last rank too (it is a real module only {ranks.when(real)}), or give "
+                    f"`{attr}` a module of its own there instead of an alias of `{recv}`")
+        elif real == ("F",):
+            help = f"Build `{chain[-1]}` as a real module where this line runs, or do not read `{recv}.{attr}` there"
+        else:
+            help = (f"Run this line only {ranks.when(real)}, where `{recv}` is a real module, or build "
+                    f"`{chain[-1]}` on this rank too; `isinstance({recv}, PPMissingLayer)` tells the placeholder")
         row, col, end_row, end_col = pos
-        return self.finding(ctx, row, col, end_row, end_col, message, explanation)
+        return self.finding(ctx, row, col, end_row, end_col, message, explanation, help=help)
 
 
 RULE = PlaceholderAttribute(

@@ -47,7 +47,7 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         message = (f"`{recv}.{lst}` comes from `make_layers`, which fills every slot outside "
                    f"`[start_layer, end_layer)` with `PPMissingLayer`; {slot} is a placeholder on {rank}, "
                    f"and `PPMissingLayer` has no attribute `{attr}`: AttributeError there.")
-        explanation = [how, f"this line runs when {ranks.describe(guard)}"]
+        explanation = [how, ranks.runs_when(guard)]
         fix = None
         conditional = rf.conditional_list_note(owners, chain[-1])
         if conditional is not None:
@@ -56,7 +56,9 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
             new = f"{recv}.start_layer" if index_kind == "first" else f"{recv}.end_layer - 1"
             fix = self.make_fix("safe", f"Index with `{new}` (this rank's own {'first' if index_kind == 'first' else 'last'} layer)",
                                 [self.replace(index_pos, new)])
-        return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix)
+        help = (f"Index with this rank's own layers (`{recv}.{lst}[{recv}.start_layer]` to "
+                f"`{recv}.{lst}[{recv}.end_layer - 1]`), or skip the slot when it is a `PPMissingLayer`")
+        return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix, help=help)
 
 
 RULE = PlaceholderByIndex(

@@ -98,9 +98,11 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
             sliced = f"{recv}.{lst}[{recv}.start_layer:{recv}.end_layer]"
             new = f"enumerate({sliced}, start={recv}.start_layer)" if enumerated else sliced
             fix = self.make_fix("safe", f"Loop over this rank's own layers: `{new}`", [self.replace(iter_pos, new)])
+        help = (f"Loop over this rank's own layers only (`{recv}.{lst}[{recv}.start_layer:{recv}.end_layer]`), "
+                f"or skip the slots that are `PPMissingLayer` (`isinstance({var}, PPMissingLayer)`)")
         row, col, end_row, end_col = pos
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix,
-                            fix_data={"iter": list(iter_pos)})
+                            fix_data={"iter": list(iter_pos)}, help=help)
 
 
 RULE = PlaceholderInLoop(

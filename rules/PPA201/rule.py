@@ -177,8 +177,10 @@ class MissingPPHook(Rule):
                        f"no class before `{proto[1].rsplit('.', 1)[-1]}` on the MRO defines `{F.PP_HOOK}`, and no "
                        f"executed `__init__` assigns `self.{F.PP_HOOK}`"]
         fix = self._fix(ctx, key, mine, inits, explanation)
+        help = (f"Give `{key[1]}` a `{F.PP_HOOK}`: forward the inner model's in `__init__` "
+                f"(`self.{F.PP_HOOK} = self.<inner model>.{F.PP_HOOK}`), or define the method")
         return self.finding(ctx, rec["line"], rec["col"], rec["line"], rec["col"] + len("class " + key[1]),
-                            message, explanation, fix=fix)
+                            message, explanation, fix=fix, help=help)
 
     @staticmethod
     def _drafter_only(ctx, key) -> bool:

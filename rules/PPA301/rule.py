@@ -160,11 +160,11 @@ class SkippedInitAttribute(Rule):
                        f"executed: {', '.join(o[1] + '.__init__' for o, _ in r.executed_inits(key))}"]
         explanation += [f"`{a}` is set only in skipped `{b[1]}.__init__` and read by `{o[1]}.{m}` "
                         f"({display_path(p)}:{ln})" for b, a, (o, m, p, ln) in reads]
-        explanation.append(f"help: call `{base[1]}.__init__` (or `super().__init__(...)`), or set "
-                           + ", ".join(f"`self.{a}`" for a in dict.fromkeys(a for _, a, _ in reads))
-                           + f" in `{key[1]}.__init__`")
+        help = (f"Call `{base[1]}.__init__` (or `super().__init__(...)`), or set "
+                + ", ".join(f"`self.{a}`" for a in dict.fromkeys(a for _, a, _ in reads))
+                + f" in `{key[1]}.__init__`")
         line = init["line"]
-        return self.finding(ctx, line, 0, line, 0, message, explanation)
+        return self.finding(ctx, line, 0, line, 0, message, explanation, help=help)
 
     def _inherited_read(self, ctx, key, mro, attr):
         """The first method that ``key`` really runs (no class before its owner on the MRO
@@ -284,8 +284,10 @@ class SkippedInitAttribute(Rule):
                                    f"raises AttributeError when it holds a `{sub[1]}`.")
                         explanation = [f"`{sub[1]}` MRO: {' -> '.join(e[1] for e in r.mro(sub))}",
                                        f"`{sub[1]}()` runs {', '.join(o[1] + '.__init__' for o, _ in r.executed_inits(sub))}"]
+                        help = (f"Have `{sub[1]}.__init__` run the base `__init__` that sets `{read['attr']}`, "
+                                f"or set `self.{read['attr']}` there")
                         out.append(self.finding(ctx, read["line"], read["col"], read["end_line"], read["end_col"],
-                                                message, explanation))
+                                                message, explanation, help=help))
                         break
                 else:
                     continue
