@@ -143,7 +143,8 @@ class IntermediateTensorKeys(Rule):
                         f"hold only the allocated keys, so the read raises KeyError on every pipeline-parallel "
                         f"rank but the first.",
                         [f"allocated: {', '.join(sorted(allocated))}",
-                         f"fails on every pipeline-parallel rank > 0 (it receives)"]))
+                         f"fails on every pipeline-parallel rank > 0 (it receives)"],
+                        help=f"Allocate {k!r} in `make_empty_intermediate_tensors` (and send it), or stop reading it"))
             if f["sent_known"]:
                 for k, *p in f["sent"]:
                     if k not in allocated:
@@ -151,7 +152,8 @@ class IntermediateTensorKeys(Rule):
                             ctx, *p, f"`{cls}.forward` sends {k!r} to the next pipeline-parallel rank, a key its "
                             f"`make_empty_intermediate_tensors` does not allocate: the receiving rank has no "
                             f"buffer for it (KeyError in the model runner on every rank > 0).",
-                            [f"allocated: {', '.join(sorted(allocated))}; sent: {', '.join(sorted(sent))}"]))
+                            [f"allocated: {', '.join(sorted(allocated))}; sent: {', '.join(sorted(sent))}"],
+                            help=f"Allocate {k!r} in `make_empty_intermediate_tensors`, or stop sending it"))
                 if f["reads_known"]:
                     read = {k for k, *_ in f["reads"]}
                     for k, *p in f["alloc"]:
@@ -164,7 +166,9 @@ class IntermediateTensorKeys(Rule):
                                 f"only the received keys and pass.",
                                 [f"allocated: {', '.join(sorted(allocated))}; sent on ranks that are not last: "
                                  f"{', '.join(sorted(sent))}; read on ranks that are not first: "
-                                 f"{', '.join(sorted(read)) or 'none'}"]))
+                                 f"{', '.join(sorted(read)) or 'none'}"],
+                                help=f"Allocate only the keys that are sent: drop {k!r} from "
+                                     f"`make_empty_intermediate_tensors` (or send it)"))
         return out
 
 

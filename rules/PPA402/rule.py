@@ -343,7 +343,10 @@ class UnownedParameterLoad(Rule):
                            f"lookup on every path from `load_weights`",
                            f"fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
                            f"(rank 0 for the last layers, rank > 0 for the first)"]
-            out.append(self.finding(ctx, line, col, end_line, end_col, message, explanation))
+            out.append(self.finding(ctx, line, col, end_line, end_col, message, explanation,
+                                    help=f"Skip the names of layers another rank owns before the lookup: "
+                                         f"`if is_pp_missing_parameter({key}, self): continue` (`return` in a "
+                                         f"helper)"))
         return out
 
 
