@@ -37,7 +37,9 @@ class Finding:
     ``invalid-syntax``, ``io-error``).  ``explanation`` holds the resolution chain, one line each
     (which class the receiver is, where the attribute really lives); ``help`` the advice (what to
     change), given by every rule; the text report shows the fix's message instead when there is a
-    fix (see :func:`help_text`).
+    fix (see :func:`help_text`).  ``witness`` says where it fails: ``{"ranks": text, "config": {key:
+    value}}``, the pipeline-parallel ranks and the model configuration under which the failing line
+    runs (``validate --findings`` applies the configuration to its red run).
     """
 
     code: str | None
@@ -55,6 +57,9 @@ class Finding:
     # for fixes: the receiver's chain and the path to insert, and the read's kind
     fix_data: dict | None = None
     help: str | None = None
+    # where it fails: {"ranks": "the last pipeline-parallel rank (rank > 0)", "config": {"tie_word_embeddings":
+    # True}}; the configuration (model config keys) under which the engine reaches the failing line
+    witness: dict | None = None
 
     def sort_key(self):
         return (self.path, self.row, self.column, self.code or "")
@@ -63,7 +68,7 @@ class Finding:
 def finding_to_dict(f: Finding) -> dict:
     """Plain data for the cache (marshal-able)."""
     d = {k: getattr(f, k) for k in ("code", "name", "message", "path", "row", "column", "end_row",
-                                     "end_column", "url", "noqa_row", "explanation", "fix_data", "help")}
+                                     "end_column", "url", "noqa_row", "explanation", "fix_data", "help", "witness")}
     if f.fix is not None:
         d["fix"] = (f.fix.applicability, f.fix.message,
                     [(e.content, e.row, e.column, e.end_row, e.end_column) for e in f.fix.edits])

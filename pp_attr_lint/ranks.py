@@ -157,6 +157,13 @@ def runs_when(guard) -> str:
     return f"this line runs {when(guard)}"
 
 
+def witness(env: dict, rank: str) -> dict:
+    """A finding's witness: the ranks it fails on (``rank``, words) and the values of the other
+    tests of ``env`` (a :func:`satisfying` assignment: ``{"tie_word_embeddings": True}``), the
+    configuration under which the failing line runs."""
+    return {"ranks": rank, "config": {k: v for k, v in sorted(env.items()) if not k.startswith("@")}}
+
+
 def describe_env(env: dict) -> str:
     other = [f"{k}={v}" for k, v in sorted(env.items()) if not k.startswith("@")]
     return f" with {', '.join(other)}" if other else ""

@@ -76,6 +76,7 @@ def to_json(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
             "name": f.name,
             "explanation": f.explanation,
             "help": help_text(f),
+            **({"witness": f.witness} if f.witness else {}),
         })
     for n in not_judged:
         out.append({
@@ -174,6 +175,8 @@ def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJud
             res["ruleIndex"] = rule_index[f.code]
         if f.explanation:
             res["properties"] = {"explanation": f.explanation}
+        if f.witness:
+            res.setdefault("properties", {})["witness"] = f.witness
         if f.fix is not None:
             res["fixes"] = [{
                 "description": {"text": f.fix.message},

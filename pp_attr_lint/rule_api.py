@@ -104,14 +104,15 @@ class Rule:
     # -- helpers for subclasses ------------------------------------------------------------------
     def finding(self, ctx: "FileContext", row: int, col: int, end_row: int, end_col: int, message: str,
                 explanation: list[str], fix: Fix | None = None, fix_data: dict | None = None,
-                help: str | None = None) -> Finding:
+                help: str | None = None, witness: dict | None = None) -> Finding:
         """A :class:`Finding` of this rule in ``ctx``'s file (``row``/``end_row`` 1-based,
         ``col``/``end_col`` 0-based character columns, as the index stores them).  ``help`` is the
-        advice shown when there is no ``fix`` (every finding should get one of them)."""
+        advice shown when there is no ``fix`` (every finding should get one of them); ``witness``
+        where it fails (``{"ranks": text, "config": {model config key: value}}``)."""
         return Finding(code=self.code, name=self.name, message=message, path=ctx.file.path,
                        row=row, column=col + 1, end_row=end_row, end_column=end_col + 1, fix=fix,
                        url=self.url, noqa_row=row, explanation=explanation, fix_data=fix_data,
-                       help=help)
+                       help=help, witness=witness)
 
     def make_fix(self, applicability: str, message: str, edits: Iterable[Edit]) -> Fix:
         return Fix(applicability=applicability, message=message, edits=tuple(edits))

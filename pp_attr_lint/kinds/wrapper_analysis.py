@@ -268,6 +268,7 @@ class RuleRunner:
             row=read["line"], column=read["col"] + 1, end_row=read["end_line"], end_column=read["end_col"] + 1,
             fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation, help=help,
             fix_data={"chain": list(read["chain"]), "path": list(path), "attr": attr, "kind": read["kind"]},
+            witness={"ranks": "every rank the line runs on (often only pipeline-parallel ranks > 0)", "config": {}},
         )
 
     def _explain(self, receiver, cands, attr, path, trails, defs) -> list[str]:

@@ -51,7 +51,8 @@ class LayerRangeOnSelf(Rule):
             help = (f"Set `self.{attr}` in `{read['class']}.__init__` (from `make_layers(...)`, or from the layer "
                     f"range of the module that builds the layers), or read `{attr}` on that module instead")
             out.append(self.finding(ctx, read["line"], read["col"], read["end_line"], read["end_col"], message,
-                                    explanation, help=help))
+                                    explanation, help=help,
+                                    witness={"ranks": "every rank the method runs on", "config": {}}))
         return out
 
     def _subclass_sets(self, ctx, key, attr) -> bool:

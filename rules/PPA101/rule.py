@@ -93,7 +93,8 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
             help = (f"Run this line only {ranks.when(real)}, where `{recv}` is a real module, or build "
                     f"`{chain[-1]}` on this rank too; `isinstance({recv}, PPMissingLayer)` tells the placeholder")
         row, col, end_row, end_col = pos
-        return self.finding(ctx, row, col, end_row, end_col, message, explanation, help=help)
+        return self.finding(ctx, row, col, end_row, end_col, message, explanation, help=help,
+                            witness=ranks.witness(env, rank))
 
 
 RULE = PlaceholderAttribute(

@@ -58,7 +58,8 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
                                 [self.replace(index_pos, new)])
         help = (f"Index with this rank's own layers (`{recv}.{lst}[{recv}.start_layer]` to "
                 f"`{recv}.{lst}[{recv}.end_layer - 1]`), or skip the slot when it is a `PPMissingLayer`")
-        return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix, help=help)
+        return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix, help=help,
+                            witness=ranks.witness(env, rank))
 
 
 RULE = PlaceholderByIndex(

@@ -102,7 +102,8 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
                 f"or skip the slots that are `PPMissingLayer` (`isinstance({var}, PPMissingLayer)`)")
         row, col, end_row, end_col = pos
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix,
-                            fix_data={"iter": list(iter_pos)}, help=help)
+                            fix_data={"iter": list(iter_pos)}, help=help,
+                            witness=ranks.witness(env, "every pipeline-parallel rank of a pipeline of size >= 2"))
 
 
 RULE = PlaceholderInLoop(

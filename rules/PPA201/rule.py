@@ -180,7 +180,8 @@ class MissingPPHook(Rule):
         help = (f"Give `{key[1]}` a `{F.PP_HOOK}`: forward the inner model's in `__init__` "
                 f"(`self.{F.PP_HOOK} = self.<inner model>.{F.PP_HOOK}`), or define the method")
         return self.finding(ctx, rec["line"], rec["col"], rec["line"], rec["col"] + len("class " + key[1]),
-                            message, explanation, fix=fix, help=help)
+                            message, explanation, fix=fix, help=help,
+                            witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})
 
     @staticmethod
     def _drafter_only(ctx, key) -> bool:

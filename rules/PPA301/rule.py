@@ -164,7 +164,8 @@ class SkippedInitAttribute(Rule):
                 + ", ".join(f"`self.{a}`" for a in dict.fromkeys(a for _, a, _ in reads))
                 + f" in `{key[1]}.__init__`")
         line = init["line"]
-        return self.finding(ctx, line, 0, line, 0, message, explanation, help=help)
+        return self.finding(ctx, line, 0, line, 0, message, explanation, help=help,
+                            witness={"ranks": "every rank (pipeline parallelism not needed)", "config": {}})
 
     def _inherited_read(self, ctx, key, mro, attr):
         """The first method that ``key`` really runs (no class before its owner on the MRO
@@ -287,7 +288,9 @@ class SkippedInitAttribute(Rule):
                         help = (f"Have `{sub[1]}.__init__` run the base `__init__` that sets `{read['attr']}`, "
                                 f"or set `self.{read['attr']}` there")
                         out.append(self.finding(ctx, read["line"], read["col"], read["end_line"], read["end_col"],
-                                                message, explanation, help=help))
+                                                message, explanation, help=help,
+                                                witness={"ranks": "every rank (pipeline parallelism not needed)",
+                                                         "config": {}}))
                         break
                 else:
                     continue

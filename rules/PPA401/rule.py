@@ -144,7 +144,8 @@ class IntermediateTensorKeys(Rule):
                         f"rank but the first.",
                         [f"allocated: {', '.join(sorted(allocated))}",
                          f"fails on every pipeline-parallel rank > 0 (it receives)"],
-                        help=f"Allocate {k!r} in `make_empty_intermediate_tensors` (and send it), or stop reading it"))
+                        help=f"Allocate {k!r} in `make_empty_intermediate_tensors` (and send it), or stop reading it",
+                        witness={"ranks": "every pipeline-parallel rank but the first", "config": {}}))
             if f["sent_known"]:
                 for k, *p in f["sent"]:
                     if k not in allocated:
@@ -153,7 +154,8 @@ class IntermediateTensorKeys(Rule):
                             f"`make_empty_intermediate_tensors` does not allocate: the receiving rank has no "
                             f"buffer for it (KeyError in the model runner on every rank > 0).",
                             [f"allocated: {', '.join(sorted(allocated))}; sent: {', '.join(sorted(sent))}"],
-                            help=f"Allocate {k!r} in `make_empty_intermediate_tensors`, or stop sending it"))
+                            help=f"Allocate {k!r} in `make_empty_intermediate_tensors`, or stop sending it",
+                            witness={"ranks": "every pipeline-parallel rank but the first", "config": {}}))
                 if f["reads_known"]:
                     read = {k for k, *_ in f["reads"]}
                     for k, *p in f["alloc"]:
@@ -168,7 +170,10 @@ class IntermediateTensorKeys(Rule):
                                  f"{', '.join(sorted(sent))}; read on ranks that are not first: "
                                  f"{', '.join(sorted(read)) or 'none'}"],
                                 help=f"Allocate only the keys that are sent: drop {k!r} from "
-                                     f"`make_empty_intermediate_tensors` (or send it)"))
+                                     f"`make_empty_intermediate_tensors` (or send it)",
+                                witness={"ranks": "every pipeline-parallel rank but the first, on a model runner "
+                                                  "that fills every allocated key (vLLM's XPU runner)",
+                                         "config": {}}))
         return out
 
 

@@ -346,7 +346,9 @@ class UnownedParameterLoad(Rule):
             out.append(self.finding(ctx, line, col, end_line, end_col, message, explanation,
                                     help=f"Skip the names of layers another rank owns before the lookup: "
                                          f"`if is_pp_missing_parameter({key}, self): continue` (`return` in a "
-                                         f"helper)"))
+                                         f"helper)",
+                                    witness={"ranks": "every pipeline-parallel rank that does not own the weight's "
+                                                      "layer", "config": {}}))
         return out
 
 

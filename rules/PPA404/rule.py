@@ -338,7 +338,8 @@ class RankPrecondition(Rule):
                            f"the path to this call in `{caller}` can be taken on {broken} rank"]
             out.append(self.finding(ctx, line, col, end_line, end_col, message, explanation,
                                     help=f"Take this path only on that rank: add "
-                                         f"`{'' if want else 'not '}get_pp_group().is_{rank}_rank` to the guard"))
+                                         f"`{'' if want else 'not '}get_pp_group().is_{rank}_rank` to the guard",
+                                    witness={"ranks": f"{broken} rank", "config": {}}))
         return out
 
 
