@@ -9,7 +9,7 @@ import os
 import stat
 import tempfile
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -29,6 +29,11 @@ class SourceFile:
     text: str  # decoded, BOM removed, line endings as in the file
     encoding: str  # the PEP 263 encoding (``utf-8-sig`` when the file has a BOM)
     newline: str  # the first line ending in the file ("\n", "\r\n" or "\r")
+    raw: bytes | None = field(default=None, compare=False, repr=False)  # the bytes read, when read from a file
+
+
+class ChangedOnDisk(Exception):
+    """The file's bytes are no longer the ones it was read with: it was not written."""
 
 
 def decode_source(data: bytes) -> str:
@@ -46,6 +51,11 @@ def read_source(path: "str | Path") -> SourceFile:
     """Read and decode ``path``.  Raises ``OSError``, ``UnicodeDecodeError`` or ``SyntaxError``."""
     with open(path, "rb") as f:
         data = f.read()
+    return source_from_bytes(data)
+
+
+def source_from_bytes(data: bytes) -> SourceFile:
+    """Decode a file's ``data`` as :func:`read_source` does; ``raw`` keeps ``data``."""
     encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     text = data.decode(encoding)
     newline = "\n"
@@ -55,7 +65,7 @@ def read_source(path: "str | Path") -> SourceFile:
             break
         if ch == "\n":
             break
-    return SourceFile(text=text, encoding=encoding, newline=newline)
+    return SourceFile(text=text, encoding=encoding, newline=newline, raw=data)
 
 
 def write_source_atomic(path: Path, text: str, original: SourceFile) -> None:
@@ -74,11 +84,14 @@ def write_source_atomic(path: Path, text: str, original: SourceFile) -> None:
     atomic_write_bytes(target, text.encode(original.encoding), mode=mode, durable=True)
 
 
-def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable: bool = False) -> None:
+def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable: bool = False,
+                       expect: bytes | None = None) -> None:
     """Write ``data`` to ``path`` through a temporary file in the same folder and
     :func:`os.replace`, so that readers see the old or the new content, never a part.  ``mode``
-    sets the permission bits; ``durable`` flushes to disk before the rename.  Raises ``OSError``
-    (the temporary file is removed then)."""
+    sets the permission bits; ``durable`` flushes to disk before the rename.  With ``expect``,
+    ``path`` is read again immediately before the rename and replaced only if it still holds
+    exactly those bytes (else :class:`ChangedOnDisk`).  Raises ``OSError`` (the temporary file is
+    removed then)."""
     fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -88,6 +101,10 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
                 os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
+        if expect is not None:
+            with open(path, "rb") as f:
+                if f.read() != expect:
+                    raise ChangedOnDisk(str(path))
         os.replace(tmp, path)
     except BaseException:
         try:
