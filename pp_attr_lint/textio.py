@@ -74,14 +74,17 @@ def write_source_atomic(path: Path, text: str, original: SourceFile) -> None:
     The new content goes to a temporary file in the same folder, gets the old file's permission
     bits, is flushed to disk and then replaces the file with :func:`os.replace`; an interrupted
     run leaves either the old or the new file, never a mix.  A symbolic link is followed and its
-    target replaced.  Raises ``OSError`` (nothing is changed then) or ``UnicodeEncodeError``.
+    target replaced.  When ``original`` was read from the file (``raw``), the file must still
+    hold those bytes immediately before the replacement: otherwise it is left as it is (the edit
+    made meanwhile is kept) and :class:`ChangedOnDisk` is raised.  Raises ``OSError`` (nothing is
+    changed then) or ``UnicodeEncodeError``.
     """
     target = Path(os.path.realpath(path))
     mode = stat.S_IMODE(os.stat(target).st_mode)
     if not mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH):
         # replacing it by rename would succeed in a writable folder; a plain write would not
         raise PermissionError(errno.EACCES, "file is read-only", str(path))
-    atomic_write_bytes(target, text.encode(original.encoding), mode=mode, durable=True)
+    atomic_write_bytes(target, text.encode(original.encoding), mode=mode, durable=True, expect=original.raw)
 
 
 def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable: bool = False,
