@@ -280,7 +280,8 @@ def run_check(args) -> int:
     if not files:
         print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
-    cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache)
+    # --fix checks again after fixing: with --no-cache the summaries of unchanged files are kept in memory for it
+    cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache, memory=args.fix and not args.diff)
     src = list(cfg.src) + list(args.src)
     python = args.python or cfg.python
     try:
