@@ -286,8 +286,8 @@ def fix_file(path: str, findings: list[Finding], allowed: tuple[str, ...] = ("sa
 
     The edits are applied to the text, which must parse with ``ast``; libcst then parses the
     functions or classes (else top-level statements) that hold the edits, once: the submodule-path
-    insertions are made there by the libcst codemod and must equal their edits' text, and the
-    regions with other edits must read back."""
+    insertions are made on that parse by the libcst transformer :class:`InsertSubmodulePath` and
+    must equal their edits' text, and the regions with other edits must read back."""
     try:
         src = read_source(Path(path))
     except (OSError, UnicodeDecodeError, SyntaxError) as e:
