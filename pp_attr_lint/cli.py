@@ -1,7 +1,8 @@
 """Command line: ``pp-attr-lint check|rule|rules|audit|validate``.
 
 Exit codes (as ruff): 0 no finding remains (or ``--exit-zero``); 1 findings remain, or ``--diff``
-found something to change; 2 bad usage, a bad configuration or rule file, a path that does not
+found something to change, or ``--fix`` left a file that changed during the run (even with
+``--exit-zero``); 2 bad usage, a bad configuration or rule file, a path that does not
 exist, or an internal error.
 """
 
@@ -317,40 +318,48 @@ def run_check(args) -> int:
             print(f"pp-attr-lint: warning: {p}: not a Python file (no `.py` suffix); checked as Python source",
                   file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
-    cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache)
+    # --fix checks again after fixing: with --no-cache the summaries of unchanged files are kept in memory for it
+    cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache, memory=args.fix and not args.diff)
     src = list(cfg.src) + list(args.src)
     python = args.python or cfg.python
     try:
         env_paths = [] if python == "none" else environment_paths(python, None if args.no_cache else cache_dir)
     except OSError as e:
         return _fail(f"--python / `python`: {e}")
-    result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
-                   ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs))
+
+    def checked():
+        result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
+                       ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs))
+        if args.strict or cfg.unresolved == "error":
+            from .unjudged import helps
+
+            result.findings = sorted(result.findings + [
+                Finding(code=None, name="not-judged", path=n.path, row=n.row, column=n.column, end_row=n.row,
+                        end_column=n.column, message=f"{n.code} could not judge this read ({n.reason}): {n.detail}"
+                        + (f"; may help: {helps(n.reason)}" if helps(n.reason) else ""))
+                for n in result.not_judged], key=Finding.sort_key)
+            result.not_judged = []
+        return result
+
+    result = checked()
     for note in result.notes:
         print(f"pp-attr-lint: {note}", file=sys.stderr)
-    if args.strict or cfg.unresolved == "error":
-        from .unjudged import helps
-
-        result.findings = sorted(result.findings + [
-            Finding(code=None, name="not-judged", path=n.path, row=n.row, column=n.column, end_row=n.row,
-                    end_column=n.column, message=f"{n.code} could not judge this read ({n.reason}): {n.detail}"
-                    + (f"; may help: {helps(n.reason)}" if helps(n.reason) else ""))
-            for n in result.not_judged], key=Finding.sort_key)
-        result.not_judged = []
     findings = result.findings
     fixed = []
     fix_errors = []
+    changed = []
     diff_text = ""
     if args.fix or args.diff:
-        from .fixes import apply_fixes
+        from .fixes import fix_until_stable
 
         allowed = ("safe", "unsafe") if args.unsafe_fixes else ("safe",)
-        fixed, fix_errors, diff_text = apply_fixes(findings, allowed, diff=args.diff)
-        fixed_ids = {id(f) for f in fixed}
-        if not args.diff:
-            findings = [f for f in findings if id(f) not in fixed_ids]
+        run = fix_until_stable(result, checked, allowed, diff=args.diff)
+        result, findings, fixed, fix_errors, changed, diff_text = (
+            run.result, run.findings, run.fixed, run.errors, run.changed, run.diff_text)
     for e in fix_errors:
         print(f"pp-attr-lint: error: {e}", file=sys.stderr)
+    for path in changed:
+        print(f"pp-attr-lint: {path}: changed during the run, not fixed (run again)", file=sys.stderr)
     try:
         out = open(args.output_file, "w", encoding="utf-8") if args.output_file else sys.stdout
     except OSError as e:
@@ -361,7 +370,7 @@ def run_check(args) -> int:
             n = len(fixed)
             if n:
                 print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
-            code = EXIT_FINDINGS if diff_text else EXIT_CLEAN
+            code = EXIT_FINDINGS if diff_text or changed else EXIT_CLEAN
             return EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
         _report(args, findings, result, fixed, rules, out)
     finally:
@@ -369,6 +378,8 @@ def run_check(args) -> int:
             out.close()
     if fix_errors:
         return EXIT_ERROR
+    if changed:
+        return EXIT_FINDINGS  # a file's edit during the run was kept and its fixes left: run again
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN

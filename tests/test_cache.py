@@ -72,6 +72,26 @@ def test_pack_merges_what_another_run_wrote(tmp_path):
     assert Cache(tmp_path / "c", "k", enabled=False).summary("d1", root) is None
 
 
+def test_a_disabled_cache_with_memory_keeps_summaries_in_this_process_only(tmp_path):
+    """``--fix --no-cache`` checks again after fixing: the summaries of the first check are kept
+    in memory for it (copies, as from a pack), and nothing is read from or written to disk."""
+    root = str(tmp_path)
+    c = Cache(tmp_path / "c", "k", enabled=False, memory=True)
+    value = ("ok", {"attrs": ["a"]})
+    c.put_summary("d1", value, root)
+    c.stat_index(root)["a.py"] = (1, 1, "d1", 1)
+    c.mark(root)
+    c.flush()
+    got = c.summary("d1", root)
+    assert got == value and got[1] is not value[1]
+    assert c.has_summary("d1", root) and not c.has_summary("d2", root) and c.summary("d2", root) is None
+    assert c.memo("m") is None
+    assert not (tmp_path / "c").exists()
+    plain = Cache(tmp_path / "c", "k", enabled=False)
+    plain.put_summary("d1", value, root)
+    assert plain.summary("d1", root) is None and not plain.has_summary("d1", root)
+
+
 # the receiver test as a regular expression (what the prefilter did before it read bytes
 # backward): `name .`, `.name .` or `) .` right before the attribute, blanks and `\` allowed
 _BEFORE = re.compile(rb"(?:(\.?)[\s\\]*\b(\w+)|(\)))[\s\\]*\.[\s\\]*\Z")

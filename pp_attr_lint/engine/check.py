@@ -73,6 +73,9 @@ class CheckResult:
     sources: dict[str, str] = field(default_factory=dict)  # path -> text, for files with findings
     not_judged: list[NotJudged] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # one-line remarks for the user (stderr)
+    # path -> the content hash (blake2b, 16 bytes, hex) of the bytes the checked file's findings
+    # were computed on, where known (a result memoized by an older version has none)
+    digests: dict[str, str] = field(default_factory=dict)
 
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -159,15 +162,17 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
             if unchanged(memo["touched"]):
                 replayed = ([finding_from_dict(d) for d in memo["findings"]],
                             [not_judged_from_dict(d) for d in memo.get("not_judged", ())],
-                            [str(n) for n in memo.get("notes", ())])
+                            [str(n) for n in memo.get("notes", ())],
+                            {str(k): str(v) for k, v in dict(memo.get("digests", {})).items()})
         except (TypeError, KeyError, ValueError, AttributeError, IndexError):
             replayed = None  # an entry of another shape (damaged): the run is made anew
     if replayed is not None:
-        raw, unjudged, notes = replayed
+        raw, unjudged, notes, digests = replayed
     else:
-        touched, raw, unjudged, notes = _analyze(paths, rules, cache, src, as_module, explicit, env_paths, jobs)
+        touched, raw, unjudged, notes, digests = _analyze(paths, rules, cache, src, as_module, explicit, env_paths, jobs)
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],
-                                  "not_judged": [not_judged_to_dict(n) for n in unjudged], "notes": notes})
+                                  "not_judged": [not_judged_to_dict(n) for n in unjudged], "notes": notes,
+                                  "digests": digests})
         cache.flush()
     findings: list[Finding] = []
     sources: dict[str, str] = {}
@@ -211,13 +216,14 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     if ignore_for:
         unjudged = [n for n in unjudged if not ignore_for(n.path, n.code)]
     return CheckResult(findings=findings, files_checked=len(paths), sources=sources,
-                       not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes)
+                       not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes,
+                       digests={f.path: digests[f.path] for f in findings if digests.get(f.path)})
 
 
 def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1):
     """Run the rules over ``paths``: what the run depended on (``{path: (mtime_ns, size) or None}``),
-    raw findings (before per-file ignores and noqa), the reads not judged (``# noqa`` applied)
-    and notes for the user.
+    raw findings (before per-file ignores and noqa), the reads not judged (``# noqa`` applied),
+    notes for the user and the content hash each checked file was judged on (``{path: digest}``).
 
     Files are grouped by the folder that holds their top package, and each group is resolved in
     its own project (that folder, then ``src``, then the environment's folders for packages
@@ -241,12 +247,14 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
     findings: list[Finding] = []
     unjudged: list[NotJudged] = []
     notes: list[str] = []
+    digests: dict[str, str] = {}
 
     def run(project, states):
         f, u = _analyze_group(project, states, rules, explicit, jobs)
         findings.extend(f)
         unjudged.extend(u)
         touched.update(project.touched)
+        digests.update((st.path, st.digest) for st in states if st.digest)
 
     if as_module:
         if not module_root_found(as_module, src, env_paths):
@@ -254,7 +262,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
             notes.append(f"warning: --as-module {as_module}: no package `{top}` in the --src folders or the "
                          "environment (misspelled, or not installed?); the imports that lead into it are not judged")
         run(*as_module_project(as_module, paths, spec, cache, src, env_paths, external))
-        return touched, findings, unjudged, notes
+        return touched, findings, unjudged, notes, digests
     groups: dict[str, list[tuple[str, str]]] = {}
     lone: list[tuple[str, str]] = []
     remap = namespace_roots(paths, src)
@@ -277,7 +285,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
         run(project, [project.file_state(p, mod, root=root) if renamed else project.file_state(p) for p, mod in group])
     for p, mod in lone:
         run(*as_module_project(mod, [p], spec, cache, src, env_paths, external))
-    return touched, findings, unjudged, notes
+    return touched, findings, unjudged, notes, digests
 
 
 def _analyze_group(project: Project, states: list, rules, explicit,

@@ -73,12 +73,15 @@ def _atomic_write(path: Path, data: bytes) -> None:
 class Cache:
     """Content-addressed summaries plus per-root stat indexes; ``enabled=False`` keeps it in memory."""
 
-    def __init__(self, directory: Path | None, salt_src: str, enabled: bool = True):
+    def __init__(self, directory: Path | None, salt_src: str, enabled: bool = True, memory: bool = False):
         """``salt_src``: everything the summaries, prefilter results and run results depend on
         besides the files (:func:`pp_attr_lint.engine.check.cache_salt`); entries are kept under
-        a folder named by its hash, so a change of any of it starts an empty cache."""
+        a folder named by its hash, so a change of any of it starts an empty cache.  ``memory``:
+        when not enabled, keep the summaries made in this process (never on disk), for a later
+        check in the same process (``--fix --no-cache`` checks again after fixing)."""
         salt = hashlib.blake2b(salt_src.encode(), digest_size=6).hexdigest()
         self.enabled = enabled and directory is not None
+        self._mem: dict[tuple[str, str], bytes] | None = {} if memory and not self.enabled else None
         self.dir = (directory / salt) if directory is not None else None
         self._stat: dict[str, dict] = {}
         self._dirty: set[str] = set()
@@ -89,6 +92,8 @@ class Cache:
         """The cached :func:`summarize_file` result of the file of ``root`` whose content hash is
         ``digest``, or ``None``.  Only that entry of the root's pack is unmarshalled."""
         if not self.enabled:
+            if self._mem is not None and (root, digest) in self._mem:
+                return marshal.loads(self._mem[(root, digest)])  # a copy, as from a pack
             return None
         got = self._new.get(root, {}).get(digest)
         if got is not None:
@@ -108,12 +113,19 @@ class Cache:
 
     def has_summary(self, digest: str, root: str) -> bool:
         """Whether :meth:`summary` has an entry for ``digest`` (nothing is unmarshalled)."""
-        return self.enabled and (digest in self._new.get(root, ()) or digest in self._pack(root)[0])
+        if not self.enabled:
+            return self._mem is not None and (root, digest) in self._mem
+        return digest in self._new.get(root, ()) or digest in self._pack(root)[0]
 
     def put_summary(self, digest: str, value, root: str) -> None:
         """Remember a :func:`summarize_file` result; written to the root's pack by :meth:`flush`."""
         if self.enabled:
             self._new.setdefault(root, {})[digest] = value
+        elif self._mem is not None and digest is not None:
+            try:
+                self._mem[(root, digest)] = marshal.dumps(value)
+            except ValueError:  # not marshal-able: made again when asked
+                pass
 
     def load_pack(self, root: str) -> None:
         """Read the root's summary pack now (before forking workers, so that they share it)."""
