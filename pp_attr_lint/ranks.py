@@ -28,6 +28,7 @@ from typing import Any
 
 from . import facts as F
 from .index.summary import child_nodes, dotted_name, ref_chain
+from .resolve import adds_no_attribute
 
 TRUE = ("T",)
 FIRST = ("a", "@first")
@@ -763,7 +764,8 @@ class RankFacts:
                     crec = self.r.class_record(entry)
                 except Exception:
                     continue
-                if "__getattr__" in crec["methods"] or "__getattribute__" in crec["methods"]:
+                if ("__getattr__" in crec["methods"] and not adds_no_attribute(crec, "__getattr__")) \
+                        or "__getattribute__" in crec["methods"]:
                     self._memo["safe"] = None
                     return None
                 names.update(crec["body_names"], crec["properties"], crec["methods"])

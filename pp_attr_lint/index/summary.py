@@ -394,6 +394,8 @@ class _Summarizer:
         scope["return_ann"] = annotation_name(fn.returns)
         if fn.name == "__new__" and cls is not None:
             scope["new_benign"] = _new_is_benign(fn, self.attrs)
+        if fn.name == "__getattr__" and cls is not None and _raises_attribute_error_only(fn):
+            scope["raises_only"] = True  # answers no name: adds no attribute
         return scope
 
     def _walk_fn(self, node: ast.AST, scope: dict, cls: str | None, fname: str) -> None:
@@ -827,6 +829,22 @@ def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[
             if passes and not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == cls_name):
                 return False
     return returns > 0
+
+
+def _raises_attribute_error_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function's body (after its docstring) is one ``raise AttributeError(...)``
+    (``torch.nn.Module.__getattr__`` for a name it does not hold): as ``__getattr__`` it answers
+    no attribute."""
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
+        else fn.body
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    if isinstance(exc, ast.Call):
+        if any(isinstance(a, ast.Starred) for a in exc.args) or exc.keywords:
+            return False
+        exc = exc.func
+    return isinstance(exc, ast.Name) and exc.id == "AttributeError"
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:

@@ -146,7 +146,7 @@ class MissingPPHook(Rule):
         return out
 
     def _judge(self, ctx, key, rec, mine):
-        from pp_attr_lint.resolve import EXTERNAL, Unresolved
+        from pp_attr_lint.resolve import EXTERNAL, Unresolved, adds_no_attribute
         r = ctx.resolver
         try:
             mro = r.mro(key)
@@ -176,7 +176,7 @@ class MissingPPHook(Rule):
                 continue
             crec = r.class_record(entry)
             for special in ("__getattr__", "__getattribute__", "__setattr__"):
-                if special in crec["methods"]:
+                if special in crec["methods"] and not adds_no_attribute(crec, special):
                     return None
             if entry in mro[:proto_at] and (F.PP_HOOK in crec["methods"] or F.PP_HOOK in crec["body_names"]
                                             or F.PP_HOOK in crec["properties"] or F.PP_HOOK in crec["annotations"]):
