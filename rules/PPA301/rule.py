@@ -168,7 +168,10 @@ class SkippedInitAttribute(Rule):
 
     def _inherited_read(self, ctx, key, mro, attr):
         """The first method that ``key`` really runs (no class before its owner on the MRO
-        defines it) and that reads ``self.attr``: ``(owner, method, path, line)``."""
+        defines it) and that reads ``self.attr``, itself or through the ``self.helper()`` calls
+        it makes on every run (each helper the one ``key`` runs, to 4 calls deep):
+        ``(owner, method, path, line)``; ``method`` names the helpers too
+        (``load_weights` -> `_load_experts``)."""
         from pp_attr_lint.resolve import EXTERNAL
         r = ctx.resolver
         seen: set[str] = set()
@@ -180,10 +183,32 @@ class SkippedInitAttribute(Rule):
                 if mname in seen or mname not in F.ENGINE_METHODS:
                     continue  # only methods the engine is known to call on every model
                 seen.add(mname)
-                line = self._self_reads(ctx, entry).get(mname, {}).get(attr)
-                if line is not None:
-                    return (entry, mname, r.src.path(entry[0]), line)
+                got = self._read_through(ctx, mro, entry, mname, attr, [mname], set())
+                if got is not None:
+                    owner, path_names, path, line = got
+                    return (entry, "` -> `".join(path_names) if len(path_names) > 1 else mname, path, line)
             seen.update(crec["body_names"])
+        return None
+
+    def _read_through(self, ctx, mro, entry, mname, attr, names, visited):
+        """Where method ``mname`` of class ``entry`` (run on an instance whose MRO is ``mro``)
+        reads ``self.attr`` on every run, itself or through its helpers: ``(owner, names, path,
+        line)`` or ``None``."""
+        r = ctx.resolver
+        if (entry, mname) in visited or len(names) > 5:
+            return None
+        visited.add((entry, mname))
+        reads, helpers = self._self_reads(ctx, entry).get(mname, ({}, ()))
+        line = reads.get(attr)
+        if line is not None:
+            return (entry, names, r.src.path(entry[0]), line)
+        for helper in helpers:
+            owner = _runs(r, mro, helper)
+            if owner is None:
+                continue
+            got = self._read_through(ctx, mro, owner, helper, attr, names + [helper], visited)
+            if got is not None:
+                return got
         return None
 
     def _self_reads(self, ctx, key) -> dict:
@@ -232,13 +257,23 @@ class SkippedInitAttribute(Rule):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
                 continue
             me = fn.args.args[0].arg
+            if any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
+                   for sub in ast.walk(fn)):
+                out[fn.name] = ({}, ())  # `self` rebound: not the instance throughout
+                continue
             found: dict = {}
+            helpers: list = []
             for node in _unconditional(fn.body):
                 for sub in ast.walk(node):
                     if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
                             isinstance(sub.value, ast.Name) and sub.value.id == me:
                         found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
-            out[fn.name] = found
+                for call in _calls_run(node):
+                    f = call.func
+                    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
+                            and f.attr not in helpers:
+                        helpers.append(f.attr)
+            out[fn.name] = (found, tuple(helpers))
         memo[key] = out
         return out
 
@@ -311,6 +346,52 @@ class SkippedInitAttribute(Rule):
                 except Unresolved:
                     continue
         return out
+
+
+def _runs(r, mro, name):
+    """The class whose method ``name`` an instance with MRO ``mro`` runs: the first class on it
+    that binds the name, when that binding is a plain method of project code; else ``None``."""
+    from pp_attr_lint.resolve import EXTERNAL, Unresolved
+
+    for entry in mro:
+        if entry[0] == EXTERNAL:
+            return None
+        try:
+            crec = r.class_record(entry)
+        except Unresolved:
+            return None
+        if name in crec["properties"] or name in crec["annotations"]:
+            return None
+        if name in crec["methods"]:
+            return entry if name in crec["body_names"] else None
+        if name in crec["body_names"]:
+            return None
+    return None
+
+
+def _calls_run(node):
+    """The calls that evaluating ``node`` surely makes: not those inside a lambda, a
+    comprehension's element or condition, a conditional expression's branches or the operands of
+    ``and``/``or`` after the first."""
+    import ast
+
+    out = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call):
+            out.append(n)
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            todo.append(n.generators[0].iter)
+        elif isinstance(n, ast.IfExp):
+            todo.append(n.test)
+        elif isinstance(n, ast.BoolOp):
+            todo.append(n.values[0])
+        else:
+            todo.extend(ast.iter_child_nodes(n))
+    return out
 
 
 def _unconditional(body: list):

@@ -1,0 +1,20 @@
+"""Runtime oracle probes (tests/oracle.py): the model loader calls load_weights on every model."""
+
+from types import SimpleNamespace
+
+from pkg.eagle import EagleMoEModel, FixedEagleMoEModel, OwnMappingEagleMoEModel
+
+CONFIG = SimpleNamespace(fused=True)
+
+
+def load_eagle():
+    EagleMoEModel(CONFIG).load_weights([])
+
+
+def load_fixed():
+    FixedEagleMoEModel(CONFIG).load_weights([])
+    OwnMappingEagleMoEModel(CONFIG).load_weights([])
+    FixedEagleMoEModel(CONFIG).forward(1)
+
+
+PROBES = [load_eagle, load_fixed]
