@@ -304,6 +304,8 @@ class SkippedInitAttribute(Rule):
                 continue
             if not cands:
                 continue
+            if _built_exactly(r, tuple(chain), ctx.module, (ctx.module, read["class"]) if read["class"] else None, scope):
+                continue  # `self.model = TextModel(...)`: holds a TextModel, never a subclass
             for base in sorted(cands):
                 try:
                     if r.attribute_status(base, read["attr"]) != "present":
@@ -346,6 +348,56 @@ class SkippedInitAttribute(Rule):
                 except Unresolved:
                     continue
         return out
+
+
+def _built_exactly(r, chain, module, cls, scope) -> bool:
+    """Whether every value the receiver ``chain`` may hold is built by calling a class by its
+    name (``self.model = TextModel(...)``, ``model = TextModel(...)``), or is ``None``: it is an
+    instance of that very class, not of a subclass.  An annotation, a parameter, a factory, a
+    class attribute, or anything not understood gives ``False``."""
+    from pp_attr_lint.resolve import EXTERNAL, NONE_KEY, Unresolved
+
+    def exact(desc, mod, sc) -> bool:
+        if desc[0] == "none":
+            return True
+        if desc[0] != "call":
+            return False
+        head = desc[1].split(".", 1)[0]
+        if sc is not None and (head in sc["locals"] or head in sc["params"] or head == sc.get("self")):
+            return False
+        sym = r.resolve_dotted(mod, desc[1])
+        return sym is not None and sym[0] == "class"
+
+    try:
+        if len(chain) == 1:
+            head = chain[0]
+            if scope is None or head not in scope["locals"] or head in scope["params"]:
+                return False
+            return all(exact(d, module, scope) for d in scope["locals"][head])
+        owners = r.chain_candidates(chain[:-1], module, cls, scope)
+        if not owners or not owners - {NONE_KEY}:
+            return False
+        attr = chain[-1]
+        for ck in owners - {NONE_KEY}:
+            found = False
+            for entry in r.mro(ck):
+                if entry[0] == EXTERNAL:
+                    continue
+                crec = r.class_record(entry)
+                if attr in crec["body_names"] or attr in crec["properties"] or attr in crec["annotations"]:
+                    return False
+                for scope2 in crec["methods"].values():
+                    if scope2["dynamic"]:
+                        return False
+                    for _line, descs in scope2["assigns"].get(attr, ()):
+                        found = True
+                        if not all(exact(d, entry[0], scope2) for d in descs):
+                            return False
+            if not found:
+                return False
+        return True
+    except Unresolved:
+        return False
 
 
 def _runs(r, mro, name):
