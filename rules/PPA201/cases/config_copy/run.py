@@ -5,7 +5,7 @@ from types import SimpleNamespace
 from vllm.distributed import get_pp_group
 from vllm.v1.worker.gpu_model_runner import receive_buffers
 
-from pkg.model import AliasVarsForCausalLM, CopiedConfigForCausalLM, SelfVarsForCausalLM
+from pkg.model import AliasVarsForCausalLM, CopiedConfigForCausalLM, SelfVarsForCausalLM, StrictForCausalLM
 
 CONFIG = SimpleNamespace(hidden_size=4)
 
@@ -19,9 +19,13 @@ def copied():
     _serve(CopiedConfigForCausalLM(CONFIG))
 
 
+def strict():
+    _serve(StrictForCausalLM(CONFIG))
+
+
 def dynamic():
     _serve(SelfVarsForCausalLM(CONFIG))
     _serve(AliasVarsForCausalLM(CONFIG))
 
 
-PROBES = [copied, dynamic]
+PROBES = [copied, strict, dynamic]

@@ -40,3 +40,15 @@ class AliasVarsForCausalLM(nn.Module, SupportsPP):
         self.model = TextModel(config)
         config = self
         vars(config).update(make_empty_intermediate_tensors=self.model.make_empty_intermediate_tensors)
+
+
+# ruleid: PPA201
+class StrictForCausalLM(nn.Module, SupportsPP):
+    """Its `__getattr__` only raises (torch.nn.Module's shape): it provides nothing."""
+
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model = TextModel(config)
+
+    def __getattr__(self, name):
+        raise AttributeError(name)
