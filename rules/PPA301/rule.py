@@ -263,16 +263,23 @@ class SkippedInitAttribute(Rule):
                 continue
             found: dict = {}
             helpers: list = []
-            for node in _unconditional(fn.body):
-                for sub in ast.walk(node):
-                    if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
-                            isinstance(sub.value, ast.Name) and sub.value.id == me:
-                        found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
-                for call in _calls_run(node):
-                    f = call.func
-                    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
-                            and f.attr not in helpers:
-                        helpers.append(f.attr)
+            nested = _nested_helpers(fn, me)
+            todo, done = [fn], set()
+            while todo:  # the method, then the nested functions it surely calls (closing over `self`)
+                f0 = todo.pop()
+                done.add(id(f0))
+                for node in _unconditional(f0.body):
+                    for sub in ast.walk(node):
+                        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
+                                isinstance(sub.value, ast.Name) and sub.value.id == me:
+                            found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
+                    for call in _calls_run(node):
+                        f = call.func
+                        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
+                                and f.attr not in helpers:
+                            helpers.append(f.attr)
+                        elif isinstance(f, ast.Name) and f.id in nested and id(nested[f.id]) not in done:
+                            todo.append(nested[f.id])
             out[fn.name] = (found, tuple(helpers))
         memo[key] = out
         return out
@@ -398,6 +405,44 @@ def _built_exactly(r, chain, module, cls, scope) -> bool:
         return True
     except Unresolved:
         return False
+
+
+def _nested_helpers(fn, me: str) -> dict:
+    """The functions defined once in method ``fn`` (at any depth, not in a nested class) that
+    close over its ``self`` (``me`` is not bound in them) and that ``fn`` only ever calls by name
+    (never hands out or rebinds): name -> def node."""
+    import ast
+
+    defs: dict = {}
+    todo = list(fn.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.ClassDef) or isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(n.name, []).append(n)
+        todo.extend(ast.iter_child_nodes(n))
+    out = {}
+    for name, nodes in defs.items():
+        if len(nodes) != 1:
+            continue
+        node = nodes[0]
+        a = node.args
+        params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
+        if me in params or any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
+                               for sub in ast.walk(node)):
+            continue
+        calls = loads = 0
+        for sub in ast.walk(fn):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
+                calls += 1
+            elif isinstance(sub, ast.Name) and sub.id == name:
+                loads += 1 if isinstance(sub.ctx, ast.Load) else 10 ** 6
+            elif isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+                loads += 10 ** 6
+        if calls and loads == calls:
+            out[name] = node
+    return out
 
 
 def _runs(r, mro, name):

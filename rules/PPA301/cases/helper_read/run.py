@@ -2,9 +2,9 @@
 
 from types import SimpleNamespace
 
-from pkg.eagle import EagleMoEModel, FixedEagleMoEModel, OwnMappingEagleMoEModel
+from pkg.eagle import DraftHead, EagleMoEModel, FixedEagleMoEModel, LazyDraftHead, OwnMappingEagleMoEModel
 
-CONFIG = SimpleNamespace(fused=True)
+CONFIG = SimpleNamespace(fused=True, scale=2)
 
 
 def load_eagle():
@@ -17,4 +17,12 @@ def load_fixed():
     FixedEagleMoEModel(CONFIG).forward(1)
 
 
-PROBES = [load_eagle, load_fixed]
+def logits():
+    DraftHead(CONFIG).compute_logits(1)
+
+
+def lazy_logits():
+    LazyDraftHead(CONFIG).compute_logits(1)
+
+
+PROBES = [load_eagle, load_fixed, logits, lazy_logits]

@@ -24,3 +24,27 @@ class MoEModel(nn.Module):
 
     def _debug(self):
         return self.debug_level
+
+
+class HeadModel(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.logit_scale = config.scale
+
+    def compute_logits(self, hidden):
+        def scale(x):
+            return x * self.logit_scale
+
+        return scale(hidden)
+
+
+class LazyHeadModel(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.logit_scale = config.scale
+
+    def compute_logits(self, hidden):
+        def scale(x):
+            return x * self.logit_scale
+
+        return scale  # handed out: whoever calls it is not known here

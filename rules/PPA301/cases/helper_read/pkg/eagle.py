@@ -1,6 +1,6 @@
 import torch.nn as nn
 
-from .base import MoEModel
+from .base import HeadModel, LazyHeadModel, MoEModel
 
 
 class EagleMoEModel(MoEModel):
@@ -30,3 +30,17 @@ class OwnMappingEagleMoEModel(MoEModel):
 
     def _expert_mapping(self):
         return ["w1", "w2"]
+
+
+class DraftHead(HeadModel):
+    """The nested helper of the inherited compute_logits reads what HeadModel.__init__ sets."""
+
+    # ruleid: PPA301
+    def __init__(self, config, prefix=""):
+        nn.Module.__init__(self)
+
+
+class LazyDraftHead(LazyHeadModel):
+    # ok: PPA301
+    def __init__(self, config, prefix=""):
+        nn.Module.__init__(self)
