@@ -11,6 +11,10 @@ def load():
     ForCausalLM(CONFIG).load_weights([])
 
 
+def load_every_slot():
+    ForCausalLM(CONFIG).load_every_slot([])
+
+
 def bootstrap():
     Bootstrap().ranges(TextModel(CONFIG))
     Bootstrap().own_ranges(CONFIG)
@@ -20,4 +24,4 @@ def bootstrap_draft():
     Bootstrap().ranges(DraftTextModel(CONFIG))
 
 
-PROBES = [load, bootstrap, bootstrap_draft]
+PROBES = [load, load_every_slot, bootstrap, bootstrap_draft]
