@@ -56,8 +56,9 @@ class MissingPPHook(Rule):
     def prefilter(self, data: bytes) -> bool:
         """Fewer hooks are provided (``def make_empty_intermediate_tensors``, or an assignment to
         it) than classes list ``SupportsPP`` among their bases: some class of the file may lack
-        it; or an explicit base ``__init__`` call (``super(P, self).__init__(``,
-        ``X.__init__(self``) may skip the ``__init__`` that assigns an inherited class's hook.  A
+        it; or an explicit base ``__init__`` call may skip the ``__init__`` that assigns an
+        inherited class's hook (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`, as
+        PPA301).  A
         file whose classes inherit the protocol through a base that lacks the hook is reported at
         that base."""
         name = F.PP_PROTOCOL.encode()
@@ -69,7 +70,9 @@ class MissingPPHook(Rule):
             if k >= 0 and (k == 0 or data[k - 1] in b"\n \t") and b":" not in data[k:i] and b"(" in data[k:i]:
                 listing += 1
             i = data.find(name, i + len(name))
-        if b", self).__init__(" in data or b".__init__(self" in data:
+        from pp_attr_lint.kinds.skipped_init import may_skip_base_init
+
+        if may_skip_base_init(data):
             return True  # a class that skips a base __init__ may lose the hook that base assigns
         if not listing:
             return False
