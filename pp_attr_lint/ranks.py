@@ -29,6 +29,7 @@ from typing import Any
 from . import facts as F
 from .index.registry import registry_entries
 from .index.summary import child_nodes, dotted_name, ref_chain
+from .resolve import adds_no_attribute
 
 TRUE = ("T",)
 FIRST = ("a", "@first")
@@ -228,7 +229,14 @@ def _exits(body: list) -> bool:
 def _guards_chain(test: ast.AST, chains: set) -> None:
     """What a test checks: ``(chain, None)`` for ``isinstance(x, ...)`` or ``x is None`` (any read
     through ``x`` may be on another class than assumed), ``(chain, "a")`` for ``hasattr(x, "a")``
-    and ``getattr(x, "a", default)`` (only ``x.a`` is safe)."""
+    and ``getattr(x, "a", default)`` (only ``x.a`` is safe); and ``(("#index", *chain, slot), "a")``
+    for a read ``chain[slot].a`` that the test surely evaluated before what it guards runs (that
+    read succeeded, so the same read after it cannot fail)."""
+    for sub in _surely_evaluated(test):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Subscript):
+            c = ref_chain(sub.value.value)
+            if c is not None:
+                chains.add((("#index", *c, ast.dump(sub.value.slice)), sub.attr))
     for sub in ast.walk(test):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("isinstance", "hasattr", "getattr") and sub.args:
             c = ref_chain(sub.args[0])
@@ -247,6 +255,28 @@ def _guards_chain(test: ast.AST, chains: set) -> None:
                     chains.add((c, None))
 
 
+def _surely_evaluated(node: ast.AST) -> list:
+    """The nodes of expression ``node`` that every evaluation of it reaching a truthy result
+    evaluates: all operands of ``and``, the first of ``or``, the test of a conditional expression,
+    nothing inside a lambda, the first iterable of a comprehension."""
+    out = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        if isinstance(n, ast.BoolOp):
+            todo.extend(n.values if isinstance(n.op, ast.And) else n.values[:1])
+        elif isinstance(n, ast.IfExp):
+            todo.append(n.test)
+        elif isinstance(n, ast.Lambda):
+            continue
+        elif isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            todo.append(n.generators[0].iter)
+        else:
+            todo.extend(child_nodes(n))
+    return out
+
+
 def _catches_attribute_error(handlers) -> bool:
     for h in handlers:
         t = h.type
@@ -257,9 +287,12 @@ def _catches_attribute_error(handlers) -> bool:
     return False
 
 
-def _index_kind(node: ast.AST) -> str | None:
+def _index_kind(node: ast.AST, consts: dict | None = None) -> str | None:
     """``first`` for ``0``, ``last`` for ``-1`` / ``n - 1`` (n a layer count), ``const`` for another
-    constant; ``None`` for an index that depends on the rank's range or a variable."""
+    constant; ``None`` for an index that depends on the rank's range or a variable.  ``consts``
+    maps the parameters of a nested function that every call binds to one constant to its node."""
+    if consts and isinstance(node, ast.Name) and node.id in consts:
+        return _index_kind(consts[node.id])
     if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
         return "first" if node.value == 0 else ("last" if node.value == -1 else "const")
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
@@ -288,6 +321,10 @@ class _Walker:
         args = fn.args.posonlyargs + fn.args.args
         self.self_name = args[0].arg if (cls is not None and args) else None
         self.flags: dict[str, tuple] = {}  # local variables assigned a test once: name -> formula
+        # nested functions of the body: name -> [def node, guard at the def, call sites
+        # (guard, guarded, protected)]; judged after the body (see walk_nested)
+        self.nested: dict[str, list] = {}
+        self.inner: tuple | None = None  # while walking a nested function: (its node, its constant params)
 
     def formula(self, node) -> tuple:
         return formula(node, self.flags)
@@ -304,6 +341,8 @@ class _Walker:
                 node.end_lineno, self.lines.col(node.end_lineno, node.end_col_offset))
 
     def use(self, kind: str, chain, attr, node, guard, guarded: bool, extra=None) -> None:
+        if self.inner is not None and (chain[0] != self.self_name or chain[0] in self.inner[2]):
+            return  # in a nested function, only reads through the enclosing method's `self`
         self.out["uses"].append((kind, self.cls, self.fn.lineno, chain, attr, self.pos(node), guard, guarded, extra))
 
     # statements ------------------------------------------------------------------------------
@@ -353,11 +392,16 @@ class _Walker:
             self.exprs([i.context_expr for i in stmt.items], guard, guarded, protected, loops)
             self.block(stmt.body, guard, guarded, protected or suppress, loops)
             return
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            return  # nested definitions run elsewhere (or never)
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # judged where it is called (walk_nested); a second binding of the name: never
+            self.nested[stmt.name] = [stmt, guard, []] if stmt.name not in self.nested else None
+            return
+        if isinstance(stmt, ast.ClassDef):
+            return  # nested classes run elsewhere (or never)
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            self.assign(targets, stmt.value, guard)
+            if self.inner is None:  # what a nested function assigns is not recorded
+                self.assign(targets, stmt.value, guard)
             for t in targets:
                 if isinstance(t, ast.Name):
                     if t.id in self.flags or guard != TRUE:
@@ -436,6 +480,8 @@ class _Walker:
             return
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             self.attribute(node, guard, guarded, protected, loops)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and self.nested.get(node.func.id):
+            self.nested[node.func.id][2].append((guard, guarded, protected, node))
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ARG_READERS:
             for a in node.args[:1]:
                 c = ref_chain(a)
@@ -455,10 +501,123 @@ class _Walker:
             self.use("loop", src, node.attr, node, guard, protected or _is_guarded(chain, node.attr, guarded), (chain[0], *info))
         elif isinstance(recv, ast.Subscript):
             base = ref_chain(recv.value)
-            kind = _index_kind(recv.slice)
+            consts = self.inner[1] if self.inner is not None else None
+            kind = _index_kind(recv.slice, consts)
             if base is not None and len(base) >= 2 and kind is not None:
+                via = (recv.slice.id, ast.unparse(consts[recv.slice.id])) \
+                    if consts and isinstance(recv.slice, ast.Name) and recv.slice.id in consts else None
+                seen = (("#index", *base, ast.dump(recv.slice)), node.attr) in guarded
                 self.use("index", base, node.attr, node, guard,
-                         protected or _is_guarded(base, None, guarded), (kind, self.pos(recv.slice)))
+                         protected or seen or _is_guarded(base, None, guarded), (kind, self.pos(recv.slice), via))
+
+    # nested functions ------------------------------------------------------------------------
+    def walk_nested(self) -> None:
+        """Judge the body of each nested function (a ``def`` in the method, at any depth) like the
+        method's own lines when it closes over the method's ``self``: once per set of calls that
+        bind its parameters to the same integer constants, under the guards of those calls, each
+        such parameter replaced by its constant (``def f(layer_id=0): self.layers[layer_id].mlp``
+        ... ``f(layer_id=0)``).  Only nested functions that are called by name and never used
+        otherwise (handed out, returned) are walked, and in them only reads through ``self``."""
+        done: set[int] = set()
+        while True:
+            todo = [(name, v) for name, v in self.nested.items() if v and v[2] and id(v[0]) not in done]
+            if not todo:
+                return
+            for name, (fn, _def_guard, calls) in todo:
+                done.add(id(fn))
+                own = _bound_in(fn)
+                if self.self_name is None or self.self_name in own or not _only_called(self.fn, name):
+                    continue
+                groups: dict[tuple, list] = {}
+                for call in calls:
+                    consts = _call_constants(fn, call[3])
+                    groups.setdefault(tuple(sorted((k, ast.dump(v)) for k, v in consts.items())), [consts]).append(call)
+                merged: dict[tuple, list] = {}
+                for consts, *group in groups.values():
+                    saved_flags, saved_inner, saved_uses = self.flags, self.inner, self.out["uses"]
+                    self.flags = {k: v for k, v in saved_flags.items() if k not in own}
+                    self.inner = (fn.name, consts, own)
+                    self.out["uses"] = []
+                    try:
+                        self.block(fn.body, f_or(*[c[0] for c in group]),
+                                   frozenset.intersection(*[frozenset(c[1]) for c in group]),
+                                   all(c[2] for c in group), {})
+                        uses = self.out["uses"]
+                    finally:
+                        self.flags, self.inner, self.out["uses"] = saved_flags, saved_inner, saved_uses
+                    for u in uses:  # one use per line read, under any of the groups' guards
+                        key = (u[0], u[3], u[4], u[5])
+                        if key not in merged:
+                            merged[key] = list(u)
+                        elif merged[key][8] == u[8]:
+                            merged[key][6] = f_or(merged[key][6], u[6])
+                            merged[key][7] = merged[key][7] and u[7]
+                self.out["uses"].extend(tuple(u) for u in merged.values())
+
+def _bound_in(fn) -> frozenset[str]:
+    """The names a nested function binds itself (parameters, assignments, ``nonlocal``/``global``
+    names, nested definitions): they are not the enclosing method's."""
+    a = fn.args
+    out = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
+    for sub in ast.walk(fn):
+        if sub is fn:
+            continue
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            out.add(sub.id)
+        elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+            out.update(sub.names)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(sub.name)
+        elif isinstance(sub, ast.arg):
+            out.add(sub.arg)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            out.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            out.update((n.asname or n.name).split(".")[0] for n in sub.names)
+    return frozenset(out)
+
+
+def _only_called(outer, name: str) -> bool:
+    """Whether every use of ``name`` in function ``outer`` calls it (``name(...)``): it is not
+    handed out, returned, rebound or deleted, so its calls are all its runs."""
+    calls = loads = 0
+    for sub in ast.walk(outer):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
+            calls += 1
+        elif isinstance(sub, ast.Name) and sub.id == name:
+            if not isinstance(sub.ctx, ast.Load):
+                return False
+            loads += 1
+        elif isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+            return False
+    return calls > 0 and loads == calls
+
+
+def _int_const(node) -> bool:
+    return (isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and _int_const(node.operand))
+
+
+def _call_constants(fn, call: ast.Call) -> dict:
+    """The parameters of nested function ``fn`` that ``call`` binds to an integer constant
+    (passed by position or keyword, or left to an integer default) and that its body never
+    rebinds: name -> the constant's node."""
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return {}
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    rebound = {sub.id for sub in ast.walk(fn) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+    rebound |= {n for sub in ast.walk(fn) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
+    bound = dict(zip([p.arg for p in positional], call.args))
+    bound.update({k.arg: k.value for k in call.keywords})
+    out = {}
+    for p in positional + a.kwonlyargs:
+        v = bound.get(p.arg, defaults.get(p.arg))
+        if p.arg not in rebound and v is not None and _int_const(v):
+            out[p.arg] = v
+    return out
 
 
 def _is_guarded(chain: tuple, attr: str | None, guarded: frozenset) -> bool:
@@ -554,6 +713,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
                 rank = F.RANK_OF_METHOD.get(node.name) if cls is not None else None
                 start = FIRST if rank == "first" else LAST if rank == "last" else TRUE
                 w.block(node.body, start, frozenset(), False, {})
+                w.walk_nested()
             elif isinstance(node, (ast.If, ast.Try)):
                 for b in (node.body, node.orelse, getattr(node, "finalbody", [])):
                     visit(b, cls)
@@ -627,7 +787,8 @@ class RankFacts:
                     crec = self.r.class_record(entry)
                 except Exception:
                     continue
-                if "__getattr__" in crec["methods"] or "__getattribute__" in crec["methods"]:
+                if ("__getattr__" in crec["methods"] and not adds_no_attribute(crec, "__getattr__")) \
+                        or "__getattribute__" in crec["methods"]:
                     self._memo["safe"] = None
                     return None
                 names.update(crec["body_names"], crec["properties"], crec["methods"])

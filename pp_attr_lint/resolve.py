@@ -471,7 +471,7 @@ class Resolver:
                 continue
             rec = self.class_record(entry)
             for special in ("__getattr__", "__getattribute__", "__setattr__", "__slots__", "__dict__"):
-                if special in rec["methods"] or special in rec["body_names"]:
+                if (special in rec["methods"] or special in rec["body_names"]) and not adds_no_attribute(rec, special):
                     return self._unknown(f"{entry[1]} defines `{special}`")
             new = rec["methods"].get("__new__")
             if (new is not None and not new.get("new_benign")) or (new is None and "__new__" in rec["body_names"]):
@@ -804,6 +804,14 @@ class Resolver:
                 nxt |= r[0]
             current = nxt
         return current
+
+
+def adds_no_attribute(rec: dict, special: str) -> bool:
+    """Whether the special method ``special`` of class record ``rec`` is a ``__getattr__`` whose
+    body only raises ``AttributeError`` (it answers no name, as ``torch.nn.Module``'s does for a
+    name it does not hold)."""
+    scope = rec["methods"].get(special)
+    return special == "__getattr__" and scope is not None and bool(scope.get("raises_only"))
 
 
 def _c3_merge(seqs: list[list]) -> list:

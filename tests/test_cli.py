@@ -314,6 +314,7 @@ EXPECTED_021 = [
     "vllm/model_executor/models/ernie45_vl_moe.py:614:35 PPA101",
     "vllm/model_executor/models/falcon_h1.py:649:57 PPA101",
     "vllm/model_executor/models/gemma4.py:1201:17 PPA102",
+    "vllm/model_executor/models/gpt_oss.py:583:24 PPA102",
     "vllm/model_executor/models/kimi_linear.py:570:1 PPA201",
     "vllm/model_executor/models/mistral_large_3_eagle.py:32:1 PPA301",
     "vllm/model_executor/models/qwen3_vl.py:1700:20 PPA001",
@@ -327,8 +328,10 @@ EXPECTED_032 = [
     "vllm/model_executor/models/ernie45_vl_moe.py:615:53 PPA101",
     "vllm/model_executor/models/falcon_h1.py:604:57 PPA101",
     "vllm/model_executor/models/gemma4.py:1243:17 PPA102",
+    "vllm/model_executor/models/gpt_oss.py:797:24 PPA102",
     "vllm/model_executor/models/mistral_large_3_eagle.py:52:1 PPA301",
     "vllm/models/glm5next/common/model.py:1047:1 PPA201",
+    "vllm/models/glm5next/common/model.py:1145:1 PPA201",
 ]
 
 

@@ -341,3 +341,24 @@ def test_environment_paths_leave_out_the_standard_library():
     paths = environment_paths()
     assert os.path.abspath(sysconfig.get_paths()["stdlib"]) not in paths
     assert os.getcwd() not in paths
+
+
+# -- PPA201 on an inherited SupportsPP: without vLLM's registry a drafter cannot be told apart -----
+
+def test_inherited_hook_skipped_without_registry_is_not_judged(tmp_path):
+    root = tmp_path / "proj"
+    case = Path(__file__).resolve().parent.parent / "rules" / "PPA201" / "cases" / "skipped_base_init"
+    shutil.copytree(case / "pkg", root / "pkg")
+    stubs = tmp_path / "stubs"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "ppstub", stubs)
+    (stubs / "vllm" / "model_executor" / "models" / "registry.py").unlink()
+    r = run_cli("check", ".", "--src", stubs, "--no-cache", "--select", "PPA201", "--output-format", "json",
+                "--show-unresolved", cwd=root)
+    assert r.json() == [d for d in r.json() if d.get("name") == "not-judged"], r.stdout
+    nj = r.not_judged()
+    assert [(d["reason"], d["location"]["row"]) for d in nj] == [("module-not-found", 11)], nj
+    assert "NextForConditionalGeneration" in nj[0]["detail"]
+    # with the registry (empty: nothing is a drafter) the same class is reported
+    r = run_cli("check", ".", "--src", case.parent.parent.parent.parent / "fixtures" / "ppstub", "--no-cache",
+                "--select", "PPA201", "--output-format", "json", cwd=root)
+    assert [(d["code"], d["location"]["row"]) for d in r.json()] == [("PPA201", 11)]

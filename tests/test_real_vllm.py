@@ -36,12 +36,15 @@ FAMILY = {
         (M + "mistral_large_3_eagle.py", 32, "PPA301"),
         (M + "ernie45_moe.py", 652, "PPA101"), (M + "ernie45_vl_moe.py", 614, "PPA101"),
         (M + "falcon_h1.py", 649, "PPA101"), (M + "gemma4.py", 1201, "PPA102"),
+        (M + "gpt_oss.py", 583, "PPA102"),
     },
     FIXED_RELEASE: {
         (M + "ernie45_moe.py", 546, "PPA101"), (M + "ernie45_vl_moe.py", 615, "PPA101"),
         (M + "falcon_h1.py", 604, "PPA101"), (M + "gemma4.py", 1243, "PPA102"),
         (M + "mistral_large_3_eagle.py", 52, "PPA301"),
         ("vllm/models/glm5next/common/model.py", 1047, "PPA201"),
+        (M + "gpt_oss.py", 797, "PPA102"),
+        ("vllm/models/glm5next/common/model.py", 1145, "PPA201"),
     },
 }
 

@@ -204,6 +204,12 @@ def test_init_calling_a_non_base_is_unresolved(tmp_path, settings):
 
 @pytest.mark.parametrize("body, status", [
     ("def __getattr__(self, name):\n    return 1", "unknown"),
+    # torch.nn.Module's own shape for a name it does not hold: answers nothing
+    ("def __getattr__(self, name):\n    \"\"\"Missing.\"\"\"\n    raise AttributeError(f'no {name}')", "absent"),
+    ("def __getattr__(self, name):\n    raise AttributeError", "absent"),
+    ("def __getattr__(self, name):\n    if name == 'start_layer':\n        return 0\n    raise AttributeError(name)",
+     "unknown"),
+    ("def __getattr__(self, name):\n    raise KeyError(name)", "unknown"),
     ("def __init__(self, name):\n    super().__init__()\n    setattr(self, name, 0)", "unknown"),
     ("def __init__(self, kv):\n    super().__init__()\n    self.__dict__.update(kv)", "unknown"),
     ("start_layer = 0", "present"),
@@ -220,7 +226,8 @@ def test_init_calling_a_non_base_is_unresolved(tmp_path, settings):
     ("def __new__(cls, *a, **k):\n    return object()", "unknown"),
     ("def __new__(cls, *a, **k):\n    o = super().__new__(cls)\n    helper(o)\n    return o", "unknown"),
     ("def __init__(self):\n    super().__init__()\n    init_range(self)", "unknown"),
-], ids=["getattr", "setattr-computed", "dict-update", "class-attr", "annotation", "property",
+], ids=["getattr", "getattr-raises", "getattr-raises-bare", "getattr-answers-then-raises", "getattr-raises-other",
+        "setattr-computed", "dict-update", "class-attr", "annotation", "property",
         "setattr-literal", "other-method", "plain", "new-benign", "new-sets", "new-other", "new-helper",
         "init-passes-self"])
 def test_attribute_status_class_shapes(tmp_path, settings, body, status):

@@ -382,8 +382,11 @@ class _Summarizer:
         }
         self._rets: list[ast.Return] = []
         self._nested: list[ast.AST] = []
+        self._vars_params: list[str] = []
         for stmt in fn.body:
             self._walk_fn(stmt, scope, cls, fn.name)
+        if any(p in scope["locals"] for p in self._vars_params):
+            scope["dynamic"] = True  # `vars(config)` after `config = self`
         # what it returns (for `self.x = self.build(...)` and `x = make(...)`): the value of each
         # `return` outside nested functions and classes, and the return annotation
         rets = self._rets
@@ -394,6 +397,8 @@ class _Summarizer:
         scope["return_ann"] = annotation_name(fn.returns)
         if fn.name == "__new__" and cls is not None:
             scope["new_benign"] = _new_is_benign(fn, self.attrs)
+        if fn.name == "__getattr__" and cls is not None and _raises_attribute_error_only(fn):
+            scope["raises_only"] = True  # answers no name: adds no attribute
         return scope
 
     def _walk_fn(self, node: ast.AST, scope: dict, cls: str | None, fname: str) -> None:
@@ -459,7 +464,11 @@ class _Summarizer:
                     scope["init_calls"].append(kind)
                 func = sub.func
                 if isinstance(func, ast.Name) and func.id in ("exec", "eval", "vars", "locals"):
-                    scope["dynamic"] = True  # `exec("self.x = 0")`, `vars(self)[...] = ...`
+                    if func.id == "vars" and _vars_of_other(sub, scope):
+                        if isinstance(sub.args[0], ast.Name):
+                            self._vars_params.append(sub.args[0].id)  # dynamic if the body rebinds it
+                    else:
+                        scope["dynamic"] = True  # `exec("self.x = 0")`, `vars(self)[...] = ...`
                 if self_name and not (isinstance(func, ast.Name) and func.id in _SELF_SAFE_CALLS) and not (
                     isinstance(func, ast.Attribute) and func.attr == "__init__"
                 ) and any(isinstance(a, ast.Name) and a.id == self_name
@@ -827,6 +836,34 @@ def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[
             if passes and not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == cls_name):
                 return False
     return returns > 0
+
+
+def _vars_of_other(call: ast.Call, scope: dict) -> bool:
+    """Whether ``vars(x)`` is surely of another object than the method's ``self``: ``x`` is a
+    parameter other than ``self`` (``Config(**vars(config))``) or an attribute
+    (``vars(self.config)``).  ``vars()``, ``vars(self)`` and ``vars(local)`` may be of ``self``."""
+    if len(call.args) != 1 or call.keywords:
+        return False
+    arg = call.args[0]
+    if isinstance(arg, ast.Name):
+        return arg.id in scope["params"] and arg.id != scope["self"]
+    return isinstance(arg, ast.Attribute) and ref_chain(arg) is not None and arg.attr != "__dict__"
+
+
+def _raises_attribute_error_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function's body (after its docstring) is one ``raise AttributeError(...)``
+    (``torch.nn.Module.__getattr__`` for a name it does not hold): as ``__getattr__`` it answers
+    no attribute."""
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
+        else fn.body
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    if isinstance(exc, ast.Call):
+        if any(isinstance(a, ast.Starred) for a in exc.args) or exc.keywords:
+            return False
+        exc = exc.func
+    return isinstance(exc, ast.Name) and exc.id == "AttributeError"
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:

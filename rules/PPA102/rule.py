@@ -11,16 +11,22 @@ from pp_attr_lint.rule_api import Rule
 
 
 _INDEXED = re.compile(rb"\.layers\[\s*(?:-?\s*\d+|[\w.()]+\s*-\s*1)\s*\]\s*\.")
+# `.layers[name].`: an index that may be a parameter with a constant value (`def f(layer_id=0)`)
+_BY_NAME = re.compile(rb"\.layers\[\s*([A-Za-z_]\w*)\s*\]\s*\.")
 
 
 class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
     kinds = ("index",)
 
     def prefilter(self, data: bytes) -> bool:
-        """``.layers[<constant>].`` or ``.layers[<n> - 1].`` occurs."""
+        """``.layers[<constant>].`` or ``.layers[<n> - 1].`` occurs, or ``.layers[<name>].`` where
+        ``<name>`` is also given an integer somewhere in the file (``name=0``, ``name: int = 0``)."""
         i = data.find(b".layers[")
         while i >= 0:
             if _INDEXED.match(data, i):
+                return True
+            m = _BY_NAME.match(data, i)
+            if m is not None and re.search(rb"\b" + m.group(1) + rb"\s*(?::[^=\n]*)?=\s*-?\d", data):
                 return True
             i = data.find(b".layers[", i + 8)
         return False
@@ -30,7 +36,7 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
 
         if attr in safe:
             return None
-        index_kind, index_pos = extra
+        index_kind, index_pos, via = extra
         owners, how = rf.list_owners(chain, cls, fline)
         if not owners:
             return None
@@ -48,11 +54,13 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
                    f"`[start_layer, end_layer)` with `PPMissingLayer`; {slot} is a placeholder on {rank}, "
                    f"and `PPMissingLayer` has no attribute `{attr}`: AttributeError there.")
         explanation = [how, ranks.runs_when(guard)]
+        if via is not None:
+            explanation.append(f"`{via[0]}` is `{via[1]}` at every call of the nested function that reads it")
         fix = None
         conditional = rf.conditional_list_note(owners, chain[-1])
         if conditional is not None:
             explanation.append(conditional)
-        if index_kind in ("first", "last") and how.startswith("`") and conditional is None:
+        if index_kind in ("first", "last") and how.startswith("`") and conditional is None and via is None:
             new = f"{recv}.start_layer" if index_kind == "first" else f"{recv}.end_layer - 1"
             fix = self.make_fix("safe", f"Index with `{new}` (this rank's own {'first' if index_kind == 'first' else 'last'} layer)",
                                 [self.replace(index_pos, new)])

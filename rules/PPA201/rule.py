@@ -7,6 +7,7 @@ import re
 
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.textio import display_path
 
 def _stub_kind(fn) -> str:
     """``stub`` when a method body only holds a docstring, ``...``, ``pass`` or
@@ -55,8 +56,11 @@ class MissingPPHook(Rule):
     def prefilter(self, data: bytes) -> bool:
         """Fewer hooks are provided (``def make_empty_intermediate_tensors``, or an assignment to
         it) than classes list ``SupportsPP`` among their bases: some class of the file may lack
-        it.  A file whose classes inherit the protocol through a base that lacks the hook is
-        reported at that base."""
+        it; or an explicit base ``__init__`` call may skip the ``__init__`` that assigns an
+        inherited class's hook (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`, as
+        PPA301).  A
+        file whose classes inherit the protocol through a base that lacks the hook is reported at
+        that base."""
         name = F.PP_PROTOCOL.encode()
         listing = 0
         i = data.find(name)
@@ -66,6 +70,10 @@ class MissingPPHook(Rule):
             if k >= 0 and (k == 0 or data[k - 1] in b"\n \t") and b":" not in data[k:i] and b"(" in data[k:i]:
                 listing += 1
             i = data.find(name, i + len(name))
+        from pp_attr_lint.kinds.skipped_init import may_skip_base_init
+
+        if may_skip_base_init(data):
+            return True  # a class that skips a base __init__ may lose the hook that base assigns
         if not listing:
             return False
         hook = F.PP_HOOK.encode()
@@ -97,7 +105,7 @@ class MissingPPHook(Rule):
         """The MRO of the classes :meth:`check` judges, the registries it reads for them, and
         for a class that lacks the hook what its fix looks at (the classes its ``__init__``'s
         attributes hold)."""
-        listed = [cname for cname, rec in summary["classes"].items() if _listed(cname, rec)]
+        listed = [cname for cname, rec in summary["classes"].items() if _listed(cname, rec) or _skips(cname, rec)]
         if listed:
             for fac in resolver.settings.factories:
                 resolver.src.summary(fac.registry_module)
@@ -118,17 +126,30 @@ class MissingPPHook(Rule):
         out = []
         mine = ctx.facts(self.code) or {}
         for cname, rec in ctx.summary["classes"].items():
-            if not _listed(cname, rec):
+            if not _listed(cname, rec) and not _skips(cname, rec):
                 continue
             if self._drafter_only(ctx, (ctx.module, cname)):
                 continue  # a speculative-decoding drafter: never asked for intermediate tensors
             f = self._judge(ctx, (ctx.module, cname), rec, mine)
+            if f is not None and not _listed(cname, rec):
+                # an inherited SupportsPP is mostly met on drafters (EAGLE heads built with
+                # nn.Module.__init__(self)); only the registry tells them from models
+                missing = [fac.registry_module for fac in ctx.resolver.settings.factories
+                           if ctx.project.summary(fac.registry_module) is None]
+                if missing:
+                    from pp_attr_lint.model import NotJudged
+
+                    f = NotJudged(code=self.code, reason="module-not-found",
+                                  detail=f"{missing[0]}, which tells speculative-decoding drafters (never run under "
+                                         f"pipeline parallelism) from models, is not found; `{cname}` inherits "
+                                         f"`SupportsPP` and skips the `__init__` that assigns its hook",
+                                  path=ctx.file.path, row=rec["line"], column=rec["col"] + 1)
             if f is not None:
                 out.append(f)
         return out
 
     def _judge(self, ctx, key, rec, mine):
-        from pp_attr_lint.resolve import EXTERNAL, Unresolved
+        from pp_attr_lint.resolve import EXTERNAL, Unresolved, adds_no_attribute
         r = ctx.resolver
         try:
             mro = r.mro(key)
@@ -158,7 +179,7 @@ class MissingPPHook(Rule):
                 continue
             crec = r.class_record(entry)
             for special in ("__getattr__", "__getattribute__", "__setattr__"):
-                if special in crec["methods"]:
+                if special in crec["methods"] and not adds_no_attribute(crec, special):
                     return None
             if entry in mro[:proto_at] and (F.PP_HOOK in crec["methods"] or F.PP_HOOK in crec["body_names"]
                                             or F.PP_HOOK in crec["properties"] or F.PP_HOOK in crec["annotations"]):
@@ -170,12 +191,26 @@ class MissingPPHook(Rule):
                     return None
         chain = " -> ".join(e[1].rsplit(".", 1)[-1] if e[0] == EXTERNAL else e[1] for e in mro)
         result = "returns `None`" if how == "stub" else "raises AttributeError"
-        message = (f"`{key[1]}` lists `SupportsPP` but neither defines nor assigns `{F.PP_HOOK}`; the protocol's "
-                   f"{'stub' if how == 'stub' else 'annotation'} answers instead and {result}. The model runner calls it "
-                   f"on every pipeline-parallel rank but the first, to allocate the tensors it receives.")
+        answers = (f"the protocol's {'stub' if how == 'stub' else 'annotation'} answers instead and {result}. The model "
+                   f"runner calls it on every pipeline-parallel rank but the first, to allocate the tensors it receives.")
         explanation = [f"MRO: {chain}",
                        f"no class before `{proto[1].rsplit('.', 1)[-1]}` on the MRO defines `{F.PP_HOOK}`, and no "
                        f"executed `__init__` assigns `self.{F.PP_HOOK}`"]
+        if _listed(key[1], rec):
+            message = f"`{key[1]}` lists `SupportsPP` but neither defines nor assigns `{F.PP_HOOK}`; " + answers
+        else:
+            # inherited SupportsPP: judged only when the base __init__ that assigns the hook is skipped
+            # (a base that lacks the hook altogether is reported at that base)
+            lost = [e for e in mro[:proto_at] if e[0] != EXTERNAL and e != key
+                    and F.PP_HOOK in (r.class_record(e)["methods"].get("__init__") or {}).get("assigns", {})]
+            if not lost:
+                return None
+            base = lost[0]
+            line = r.class_record(base)["methods"]["__init__"]["assigns"][F.PP_HOOK][0][0]
+            message = (f"`{key[1]}` inherits `SupportsPP` from `{base[1]}`, whose `__init__` assigns `{F.PP_HOOK}` "
+                       f"({display_path(r.src.path(base[0]))}:{line}), but `{key[1]}.__init__` {_how(rec)} skips that "
+                       f"`__init__` and nothing else provides the hook; " + answers)
+            explanation.append(f"executed: {', '.join(o[1] + '.__init__' for o, _ in inits) or 'none'}")
         fix = self._fix(ctx, key, mine, inits, explanation)
         help = (f"Give `{key[1]}` a `{F.PP_HOOK}`: forward the inner model's in `__init__` "
                 f"(`self.{F.PP_HOOK} = self.<inner model>.{F.PP_HOOK}`), or define the method")
@@ -253,6 +288,28 @@ class MissingPPHook(Rule):
         stmt = f"{self_name}.{F.PP_HOOK} = {self_name}.{providers[0]}.{F.PP_HOOK}"
         return self.make_fix("safe", f"Forward the hook: `{stmt}`",
                              [self.replace((end_row, end_col, end_row, end_col), "\n" + " " * indent + stmt)])
+
+
+def _skips(cname: str, rec: dict) -> bool:
+    """Whether a top-level class that is not an interface has an ``__init__`` that calls a base
+    ``__init__`` explicitly (``super(P, self).__init__()``, ``X.__init__(self)``): it may skip the
+    base ``__init__`` that assigns an inherited hook."""
+    if "." in cname or cname == F.PP_PROTOCOL or cname.startswith("Supports"):
+        return False
+    bases = [(b or "").rsplit(".", 1)[-1] for b in rec["bases"]]
+    if "Protocol" in bases or "ABC" in bases:
+        return False
+    init = rec["methods"].get("__init__")
+    return init is not None and any(c[0] == "explicit" or (c[0] == "super" and c[1]) for c in init.get("init_calls", []))
+
+
+def _how(rec: dict) -> str:
+    for c in rec["methods"]["__init__"].get("init_calls", []):
+        if c[0] == "explicit":
+            return f"calls `{c[1]}.__init__(self)`, which"
+        if c[0] == "super" and c[1]:
+            return f"calls `super({c[1]}, self).__init__()`, which"
+    return "calls no base `__init__` and so"
 
 
 def _listed(cname: str, rec: dict) -> bool:

@@ -5,75 +5,23 @@ the attributes only that base sets missing, and an inherited method or a caller 
 
 from __future__ import annotations
 
-import re
-
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path, read_source
-
-
-# `class Name(FirstBase` at any indent (group 1: the indent, 2: the name, 3: the first base, if any)
-_CLASS_LINE = re.compile(rb"^([ \t]*)class[ \t]+(\w+)[ \t]*(?:\(\s*([\w.]+))?", re.M)
-# the explicit calls the prefilter looks for, read backward from each `.__init__(`:
-# `super(P, self)` (group 1: P) right before it, or a dotted name `X` (bytes of _NAME_BYTES, not
-# after `)` or `]`) right before it and `self` as the first argument (_SELF_ARG) after it
-_SUPER_CALL = re.compile(rb"super\(\s*([\w.]+)\s*,\s*self\s*\)")
-_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
-_SELF_ARG = re.compile(rb"\s*self\s*[,)]")
-_LOOK_BACK = 4096  # bytes before `.__init__(` searched for its `super(`
 
 
 # characters str.splitlines() breaks at and Python's tokenizer does not
 _OTHER_LINE_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
 
-def _enclosing_class(data: bytes, pos: int, indent: int):
-    """The match of :data:`_CLASS_LINE` for the nearest ``class`` line above byte ``pos`` that is
-    indented less than ``indent``, or ``None``."""
-    k = data.rfind(b"class", 0, pos)
-    while k >= 0:
-        start = data.rfind(b"\n", 0, k) + 1
-        m = _CLASS_LINE.match(data, start)
-        if m is not None and m.start(2) - len(b"class") - 1 <= k <= m.start(2) and len(m.group(1)) < indent:
-            return m
-        k = data.rfind(b"class", 0, k)
-    return None
-
-
 class SkippedInitAttribute(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """An explicit ``X.__init__(self...)`` or ``super(P, self).__init__(`` that may skip a base:
-        ``X`` is not the first base of the enclosing class, or ``P`` is not that class itself
-        (``class C(nn.Module)`` calling ``nn.Module.__init__(self)``, or ``super(C, self)`` in
-        ``C``, runs the same chain as ``super().__init__()`` and skips nothing).  The enclosing
-        class is the nearest ``class`` line above with a smaller indent; a call whose class is not
-        found counts as a hit."""
-        if b".__init__(self" not in data and b", self).__init__(" not in data:
-            return False
-        i = data.find(b".__init__(")
-        while i >= 0:
-            # the call that ends here, found backward from each occurrence (a regular expression
-            # run over the whole file tries its dotted-name branch at almost every byte)
-            pos = name = None
-            if data[i - 1:i] == b")":  # super(P, self).__init__(
-                k = data.rfind(b"super(", max(0, i - _LOOK_BACK), i)
-                m = _SUPER_CALL.fullmatch(data, k, i) if k >= 0 else None
-                if m is not None:
-                    pos, name, against = k, m.group(1), 2
-            else:  # X.__init__(self
-                j = i
-                while j > 0 and data[j - 1] in _NAME_BYTES:
-                    j -= 1
-                if j < i and data[j - 1:j] not in (b")", b"]") and _SELF_ARG.match(data, i + len(b".__init__(")):
-                    pos, name, against = j, data[j:i], 3
-            if pos is not None:
-                line = data[data.rfind(b"\n", 0, pos) + 1:pos]
-                indent = len(line) - len(line.lstrip())
-                owner = _enclosing_class(data, pos, indent)
-                if owner is None or name != owner.group(against):
-                    return True  # P is not the class itself / X is not its first base
-            i = data.find(b".__init__(", i + 1)
-        return False
+        """An explicit base ``__init__`` call that may skip a base
+        (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`; imported here: a warm run
+        loads the rules but no analysis code)."""
+        from pp_attr_lint.kinds.skipped_init import may_skip_base_init
+
+        return may_skip_base_init(data)
 
     def prefetch(self, module, summary, resolver):
         """The MRO of the classes :meth:`check` judges."""
@@ -169,7 +117,10 @@ class SkippedInitAttribute(Rule):
 
     def _inherited_read(self, ctx, key, mro, attr):
         """The first method that ``key`` really runs (no class before its owner on the MRO
-        defines it) and that reads ``self.attr``: ``(owner, method, path, line)``."""
+        defines it) and that reads ``self.attr``, itself or through the ``self.helper()`` calls
+        it makes on every run (each helper the one ``key`` runs, to 4 calls deep):
+        ``(owner, method, path, line)``; ``method`` names the helpers too
+        (``load_weights` -> `_load_experts``)."""
         from pp_attr_lint.resolve import EXTERNAL
         r = ctx.resolver
         seen: set[str] = set()
@@ -181,10 +132,32 @@ class SkippedInitAttribute(Rule):
                 if mname in seen or mname not in F.ENGINE_METHODS:
                     continue  # only methods the engine is known to call on every model
                 seen.add(mname)
-                line = self._self_reads(ctx, entry).get(mname, {}).get(attr)
-                if line is not None:
-                    return (entry, mname, r.src.path(entry[0]), line)
+                got = self._read_through(ctx, mro, entry, mname, attr, [mname], set())
+                if got is not None:
+                    owner, path_names, path, line = got
+                    return (entry, "` -> `".join(path_names) if len(path_names) > 1 else mname, path, line)
             seen.update(crec["body_names"])
+        return None
+
+    def _read_through(self, ctx, mro, entry, mname, attr, names, visited):
+        """Where method ``mname`` of class ``entry`` (run on an instance whose MRO is ``mro``)
+        reads ``self.attr`` on every run, itself or through its helpers: ``(owner, names, path,
+        line)`` or ``None``."""
+        r = ctx.resolver
+        if (entry, mname) in visited or len(names) > 5:
+            return None
+        visited.add((entry, mname))
+        reads, helpers = self._self_reads(ctx, entry).get(mname, ({}, ()))
+        line = reads.get(attr)
+        if line is not None:
+            return (entry, names, r.src.path(entry[0]), line)
+        for helper in helpers:
+            owner = _runs(r, mro, helper)
+            if owner is None:
+                continue
+            got = self._read_through(ctx, mro, owner, helper, attr, names + [helper], visited)
+            if got is not None:
+                return got
         return None
 
     def _self_reads(self, ctx, key) -> dict:
@@ -233,13 +206,30 @@ class SkippedInitAttribute(Rule):
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or not fn.args.args:
                 continue
             me = fn.args.args[0].arg
+            if any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
+                   for sub in ast.walk(fn)):
+                out[fn.name] = ({}, ())  # `self` rebound: not the instance throughout
+                continue
             found: dict = {}
-            for node in _unconditional(fn.body):
-                for sub in ast.walk(node):
-                    if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
-                            isinstance(sub.value, ast.Name) and sub.value.id == me:
-                        found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
-            out[fn.name] = found
+            helpers: list = []
+            nested = _nested_helpers(fn, me)
+            todo, done = [fn], set()
+            while todo:  # the method, then the nested functions it surely calls (closing over `self`)
+                f0 = todo.pop()
+                done.add(id(f0))
+                for node in _unconditional(f0.body):
+                    for sub in ast.walk(node):
+                        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
+                                isinstance(sub.value, ast.Name) and sub.value.id == me:
+                            found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
+                    for call in _calls_run(node):
+                        f = call.func
+                        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
+                                and f.attr not in helpers:
+                            helpers.append(f.attr)
+                        elif isinstance(f, ast.Name) and f.id in nested and id(nested[f.id]) not in done:
+                            todo.append(nested[f.id])
+            out[fn.name] = (found, tuple(helpers))
         memo[key] = out
         return out
 
@@ -270,6 +260,8 @@ class SkippedInitAttribute(Rule):
                 continue
             if not cands:
                 continue
+            if _built_exactly(r, tuple(chain), ctx.module, (ctx.module, read["class"]) if read["class"] else None, scope):
+                continue  # `self.model = TextModel(...)`: holds a TextModel, never a subclass
             for base in sorted(cands):
                 try:
                     if r.attribute_status(base, read["attr"]) != "present":
@@ -316,6 +308,140 @@ class SkippedInitAttribute(Rule):
                 except Unresolved:
                     continue
         return out
+
+
+def _built_exactly(r, chain, module, cls, scope) -> bool:
+    """Whether every value the receiver ``chain`` may hold is built by calling a class by its
+    name (``self.model = TextModel(...)``, ``model = TextModel(...)``), or is ``None``: it is an
+    instance of that very class, not of a subclass.  An annotation, a parameter, a factory, a
+    class attribute, or anything not understood gives ``False``."""
+    from pp_attr_lint.resolve import EXTERNAL, NONE_KEY, Unresolved
+
+    def exact(desc, mod, sc) -> bool:
+        if desc[0] == "none":
+            return True
+        if desc[0] != "call":
+            return False
+        head = desc[1].split(".", 1)[0]
+        if sc is not None and (head in sc["locals"] or head in sc["params"] or head == sc.get("self")):
+            return False
+        sym = r.resolve_dotted(mod, desc[1])
+        return sym is not None and sym[0] == "class"
+
+    try:
+        if len(chain) == 1:
+            head = chain[0]
+            if scope is None or head not in scope["locals"] or head in scope["params"]:
+                return False
+            return all(exact(d, module, scope) for d in scope["locals"][head])
+        owners = r.chain_candidates(chain[:-1], module, cls, scope)
+        if not owners or not owners - {NONE_KEY}:
+            return False
+        attr = chain[-1]
+        for ck in owners - {NONE_KEY}:
+            found = False
+            for entry in r.mro(ck):
+                if entry[0] == EXTERNAL:
+                    continue
+                crec = r.class_record(entry)
+                if attr in crec["body_names"] or attr in crec["properties"] or attr in crec["annotations"]:
+                    return False
+                for scope2 in crec["methods"].values():
+                    if scope2["dynamic"]:
+                        return False
+                    for _line, descs in scope2["assigns"].get(attr, ()):
+                        found = True
+                        if not all(exact(d, entry[0], scope2) for d in descs):
+                            return False
+            if not found:
+                return False
+        return True
+    except Unresolved:
+        return False
+
+
+def _nested_helpers(fn, me: str) -> dict:
+    """The functions defined once in method ``fn`` (at any depth, not in a nested class) that
+    close over its ``self`` (``me`` is not bound in them) and that ``fn`` only ever calls by name
+    (never hands out or rebinds): name -> def node."""
+    import ast
+
+    defs: dict = {}
+    todo = list(fn.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.ClassDef) or isinstance(n, ast.Lambda):
+            continue
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            defs.setdefault(n.name, []).append(n)
+        todo.extend(ast.iter_child_nodes(n))
+    out = {}
+    for name, nodes in defs.items():
+        if len(nodes) != 1:
+            continue
+        node = nodes[0]
+        a = node.args
+        params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
+        if me in params or any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
+                               for sub in ast.walk(node)):
+            continue
+        calls = loads = 0
+        for sub in ast.walk(fn):
+            if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
+                calls += 1
+            elif isinstance(sub, ast.Name) and sub.id == name:
+                loads += 1 if isinstance(sub.ctx, ast.Load) else 10 ** 6
+            elif isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+                loads += 10 ** 6
+        if calls and loads == calls:
+            out[name] = node
+    return out
+
+
+def _runs(r, mro, name):
+    """The class whose method ``name`` an instance with MRO ``mro`` runs: the first class on it
+    that binds the name, when that binding is a plain method of project code; else ``None``."""
+    from pp_attr_lint.resolve import EXTERNAL, Unresolved
+
+    for entry in mro:
+        if entry[0] == EXTERNAL:
+            return None
+        try:
+            crec = r.class_record(entry)
+        except Unresolved:
+            return None
+        if name in crec["properties"] or name in crec["annotations"]:
+            return None
+        if name in crec["methods"]:
+            return entry if name in crec["body_names"] else None
+        if name in crec["body_names"]:
+            return None
+    return None
+
+
+def _calls_run(node):
+    """The calls that evaluating ``node`` surely makes: not those inside a lambda, a
+    comprehension's element or condition, a conditional expression's branches or the operands of
+    ``and``/``or`` after the first."""
+    import ast
+
+    out = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Call):
+            out.append(n)
+        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            todo.append(n.generators[0].iter)
+        elif isinstance(n, ast.IfExp):
+            todo.append(n.test)
+        elif isinstance(n, ast.BoolOp):
+            todo.append(n.values[0])
+        else:
+            todo.extend(ast.iter_child_nodes(n))
+    return out
 
 
 def _unconditional(body: list):
