@@ -362,3 +362,41 @@ def test_inherited_hook_skipped_without_registry_is_not_judged(tmp_path):
     r = run_cli("check", ".", "--src", case.parent.parent.parent.parent / "fixtures" / "ppstub", "--no-cache",
                 "--select", "PPA201", "--output-format", "json", cwd=root)
     assert [(d["code"], d["location"]["row"]) for d in r.json()] == [("PPA201", 11)]
+
+
+def test_torch_in_the_checked_folder_is_not_read(tmp_path):
+    """A model checked inside a site-packages folder that also holds torch (the vLLM environment
+    of ``validate``): torch's real ``nn.Module.__getattr__`` (it looks the name up in the module's
+    parameters, buffers and submodules before it raises) would make every class dynamic and every
+    placeholder answer any attribute, and PPA101 then passed silently.  torch stays what the facts
+    say it is, wherever it lies: the same findings as with the stub beside the case."""
+    from helpers import REPO
+
+    case = REPO / "rules" / "PPA101" / "cases" / "tied_embeddings"
+    site = tmp_path / "site-packages"
+    shutil.copytree(case / "pkg", site / "pkg")
+    shutil.copytree(REPO / "fixtures" / "ppstub" / "vllm", site / "vllm")
+    write(site, {"torch/__init__.py": "from . import nn\n", "torch/nn/__init__.py": """\
+        class Module:
+            def __init__(self, *args, **kwargs):
+                self._modules = {}
+
+            def __getattr__(self, name):
+                if "_modules" in self.__dict__ and name in self.__dict__["_modules"]:
+                    return self.__dict__["_modules"][name]
+                raise AttributeError(name)
+
+
+        class Identity(Module):
+            pass
+
+
+        class ModuleList(list):
+            pass
+        """})
+    beside = run_cli("check", "pkg", "--src", REPO / "fixtures" / "ppstub", "--no-cache", "--output-format", "json",
+                     cwd=case)
+    inside = run_cli("check", "pkg", "--no-cache", "--python", "none", "--output-format", "json", cwd=site)
+    want = sorted((f["filename"].rsplit("pkg", 1)[1], f["location"]["row"], f["code"]) for f in beside.json())
+    assert want and sorted((f["filename"].rsplit("pkg", 1)[1], f["location"]["row"], f["code"])
+                           for f in inside.json()) == want

@@ -118,7 +118,8 @@ class Project:
         in two of them is ambiguous).  ``spec``: what the enabled rules ask of the index.
         ``env_roots``: the environment's import folders, searched in order, like ``sys.path``, for
         top-level packages no root holds; packages named in ``external`` are never read from
-        there (torch stays what the facts' attribute-less base list says it is)."""
+        there nor from a root (torch stays what the facts' attribute-less base list says it is,
+        also when the checked folder is a site-packages that holds it)."""
         self.roots = [str(r) for r in dict.fromkeys(Path(os.path.abspath(r)) for r in roots)]
         self.spec = spec
         self.cache = cache
@@ -300,7 +301,9 @@ class Project:
             return self.by_module[module]
         found = None
         rel = module.replace(".", os.sep)
-        for root in self.roots:
+        # torch, typing, ...: never read, also when a checked or --src folder holds them (a
+        # site-packages folder): they stay what the facts' attribute-less bases say they are
+        for root in (self.roots if module.split(".", 1)[0] not in self.external else ()):
             for cand, is_pkg in ((os.path.join(root, rel + ".py"), False),
                                  (os.path.join(root, rel, "__init__.py"), True)):
                 if os.path.isfile(cand):
