@@ -238,10 +238,13 @@ def main(spec_path: str) -> int:
     # A stable checkpoint path under the cache root keeps vLLM's compile-cache
     # key (it hashes the model path with the config) equal across runs.
     cache_root = spec.get("cache_root")
-    ckpt_dir = (os.path.join(cache_root, "checkpoints", f"{arch}-pp{pp}") if cache_root
+    overrides = spec.get("config_overrides") or {}
+    # a witness's configuration is another checkpoint (and another compile-cache key)
+    tag = "" if not overrides else "-" + "-".join(f"{k}={v}" for k, v in sorted(overrides.items()) if str(k).isidentifier())
+    ckpt_dir = (os.path.join(cache_root, "checkpoints", f"{arch}-pp{pp}{tag}") if cache_root
                 else os.path.join(spec["workdir"], "ckpt"))
     try:
-        ckpt, cfg_info = toy_checkpoint.write_checkpoint(arch, ckpt_dir, pp, spec.get("siblings") or [])
+        ckpt, cfg_info = toy_checkpoint.write_checkpoint(arch, ckpt_dir, pp, spec.get("siblings") or [], overrides)
     except toy_checkpoint.ToyConfigError as exc:
         return _unsupported(result, spec, str(exc))
     except Exception as exc:

@@ -4,10 +4,14 @@ For every finding of ``pp-attr-lint check --output-format json`` (any rule: only
 fields ``code``, ``filename``, ``location.row``, ``end_location``, ``message`` and ``fix`` are
 read, so rules added later work unchanged) in a file that a validatable architecture uses:
 
-* **red**: the architecture runs with the file as it is (``--source``); expected: FAIL, the
-  failure raised at the finding's line or naming the finding's attribute, on some PP rank
-  while another rank initialized (a PP-only crash);
-* **green**: a copy fixed by ``pp-attr-lint check --fix --unsafe-fixes`` runs; expected: PASS.
+* **red**: the architecture runs with the file as it is (``--source``) under the finding's witness
+  (its ``witness.config`` keys set on the toy config: ``tie_word_embeddings=True``); expected:
+  FAIL, the failure raised at the finding's line or naming the finding's attribute, on some PP
+  rank while another rank initialized (a PP-only crash).  A witness key the toy config cannot
+  take (not a key of the config class, a condition of the code) makes a red run that does not
+  fail "not provable here", with the reason, instead of a disagreement;
+* **green**: a copy fixed by ``pp-attr-lint check --fix --unsafe-fixes`` runs under the same
+  witness; expected: PASS.
 
 A finding *agrees* when both expectations hold. Findings in one file share the red and the
 green run (the red run shows the first crash; a finding whose crash is masked by another
@@ -153,15 +157,21 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
             entry.update(agree=None, note="no generative architecture of the registry uses this module")
             continue
         entry["candidates"] = ranked[:5]
-        groups.setdefault((f["filename"], module), []).append((entry, f))
+        witness = f.get("witness") or {}
+        entry["witness"] = witness
+        # findings that fail under the same configuration share one red run
+        config = tuple(sorted((witness.get("config") or {}).items()))
+        groups.setdefault((f["filename"], module, config), []).append((entry, f))
     tmp_root = tempfile.mkdtemp(prefix="pp-attr-lint-findings-")
-    for (path, module), items in groups.items():
+    for (path, module, config), items in groups.items():
         candidates = items[0][0]["candidates"]
+        overrides = dict(config)
         red = None
         arch = None
         for cand in candidates[:3]:  # the first arch that is not UNSUPPORTED here
-            print(f"[findings] {os.path.basename(path)}: red run of {cand} with the file as it is", file=sys.stderr)
-            rep = run_arch(cand, [[module, os.path.abspath(path)]], args, ctx, quiet=True)
+            under = f" under its witness ({', '.join(f'{k}={v}' for k, v in config)})" if config else ""
+            print(f"[findings] {os.path.basename(path)}: red run of {cand} with the file as it is{under}", file=sys.stderr)
+            rep = run_arch(cand, [[module, os.path.abspath(path)]], args, ctx, quiet=True, config_overrides=overrides)
             if rep.get("outcome") == "UNSUPPORTED":
                 for e, _f in items:
                     e.setdefault("skipped", []).append(f"{cand}: {rep.get('reason')}")
@@ -182,13 +192,23 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         green = None
         if changed:
             print(f"[findings] {os.path.basename(path)}: green run of {arch} with the fixed copy", file=sys.stderr)
-            green = run_arch(arch, [[module, copy]], args, ctx, quiet=True)
+            green = run_arch(arch, [[module, copy]], args, ctx, quiet=True, config_overrides=overrides)
+        not_set = ((red.get("toy_config") or {}).get("not_set") or {}) if overrides else {}
         for e, f in items:
             ok_red, why = red_agrees(f, e["attribute"], red)
+            if not_set and not ok_red:
+                # the red run could not take the whole witness: not a disagreement
+                e.update(arch=arch, agree=None, red={"outcome": red.get("outcome"), "agrees": False, "why": why},
+                         note="not provable here: the witness could not be set on the toy config ("
+                              + "; ".join(f"{k}: {v}" for k, v in not_set.items()) + ")")
+                continue
             e.update(arch=arch, red={"outcome": red.get("outcome"), "failure": red.get("failure"),
                                      "ranks": [{"rank": r["rank"], "status": r["status"]} for r in red.get("ranks") or []],
                                      "wall_seconds": red.get("wall_seconds"), "agrees": ok_red, "why": why})
-            if green is None:
+            if green is None and not e["fixable"]:
+                e.update(green=None, agree=ok_red,
+                         note="the rule has no automatic fix for this finding: red only, no green run")
+            elif green is None:
                 e.update(green=None, agree=False, note="check --fix --unsafe-fixes changed nothing in the copy" +
                          (f": {lint_out[-300:]}" if lint_out else ""))
             else:

@@ -54,29 +54,60 @@ def where_from_traceback(tb: str | None) -> str | None:
     return f"{f}:{line} in {fn}"
 
 
-def user_code_frame(tb: str | None) -> str | None:
+def user_code_frame(tb: str | None, sources=()) -> str | None:
     """torch.compile errors end with ``from user code:`` and the model frames Dynamo was tracing;
-    return the innermost ``file:line in func`` of those under ``/models/`` (else the first)."""
+    return the innermost ``file:line in func`` of those under ``/models/`` or in one of the run's
+    ``sources`` (the ``--source`` files loaded in place of vLLM's), else the first."""
     if not tb or "from user code:" not in tb:
         return None
     frames = _TB_FRAME.findall(tb.split("from user code:", 1)[1])
     if not frames:
         return None
-    model = [f for f in frames if "/models/" in f[0]]
+    model = [f for f in frames if "/models/" in f[0] or f[0] in sources]
     f, line, fn = (model or frames)[-1]
     return f"{f}:{line} in {fn}"
+
+
+# torch.compile (Dynamo, torch 2.13) reports an exception raised while tracing the model as
+# `Unsupported: Observed exception ... Developer debug context: raised exception KeyError('residual')`
+_DYNAMO_RAISED = re.compile(r"Developer debug context: raised exception ([A-Za-z_][\w.]*)\((.*?)\)\s*(?:$|\n)", re.S)
+
+
+def compiled_root_cause(message: str | None, traceback: str | None, sources=()) -> tuple[str, str, str] | None:
+    """The exception the model code raised inside torch.compile, when Dynamo wrapped it: ``(type,
+    message, "file:line in func")`` of the model frame, from the ``raised exception`` line and the
+    ``from user code:`` frames of Dynamo's message (or traceback); ``None`` for any other error."""
+    text = "\n".join(t for t in (message, traceback) if t)
+    if "Observed exception" not in text:
+        return None
+    m = _DYNAMO_RAISED.search(text)
+    if m is None:
+        return None
+    where = user_code_frame(text[text.find("from user code:"):] if "from user code:" in text else None, sources)
+    return m.group(1), m.group(2), where
 
 
 def _failure(rep: dict, result: dict, timed_out: bool, timeout: float) -> dict:
     """The first failure of a run: which rank, the exception, file:line, and the root cause
     (``user_code``: the model frame torch.compile was tracing, for compile errors)."""
     root = rep.get("root_cause") or {}
+    sources = set((rep.get("overrides") or {}).values())
     for r in rep["ranks"]:
         if r.get("error") and (root.get("pp_rank") in (None, r["rank"])):
             e = r["error"]
-            return {"rank": r["rank"], "type": e.get("type"), "message": e.get("message"),
-                    "where": e.get("where") or where_from_traceback(e.get("traceback")), "phase": e.get("phase"),
-                    "user_code": user_code_frame(e.get("traceback")), "root_cause": root.get("message")}
+            f = {"rank": r["rank"], "type": e.get("type"), "message": e.get("message"),
+                 "where": e.get("where") or where_from_traceback(e.get("traceback")), "phase": e.get("phase"),
+                 "user_code": user_code_frame(e.get("traceback"), sources), "root_cause": root.get("message")}
+            inner = compiled_root_cause(e.get("message"), e.get("traceback"), sources)
+            if inner is not None:
+                # the model's own exception, not Dynamo's wrapper of it
+                f["compiled"] = {"type": f["type"], "where": f["where"]}
+                f["type"], f["message"], f["where"] = inner[0], inner[1], inner[2] or f["where"]
+                f["user_code"] = inner[2]
+                f["root_cause"] = (f"PP rank {r['rank']} failed: {inner[0]}: {inner[1]} at {f['where']} "
+                                   f"(raised inside torch.compile; Dynamo reported {f['compiled']['type']} at "
+                                   f"{f['compiled']['where']})")
+            return f
     if result.get("error"):
         e = result["error"]
         msg = e.get("message") or ""
@@ -199,6 +230,7 @@ def _build_report(arch: str, pp: int, result: dict, events: list, driver_pid: in
         "env_error": result.get("env_error"),
         "error": result.get("error"),
         "overrides": result.get("overrides", {}),
+        "toy_config": result.get("toy_config"),
         # processes that run an overridden module: imported it, or were forked with it imported
         "override_loaded_in_pids": sorted({e["pid"] for e in events if (e["event"] == "module_loaded" and e.get("overridden"))
                                            or (e["event"] == "process_forked" and e.get("overridden_modules"))}),

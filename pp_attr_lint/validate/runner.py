@@ -152,10 +152,12 @@ def preflight(archs: list[str], args: argparse.Namespace, ctx: "RunContext", tim
     return {a: r["reason"] for a, r in got.items() if not r.get("ok")}
 
 
-def run_arch(arch: str, sources: list, args: argparse.Namespace, ctx: "RunContext", quiet: bool = False) -> dict:
+def run_arch(arch: str, sources: list, args: argparse.Namespace, ctx: "RunContext", quiet: bool = False,
+             config_overrides: dict | None = None) -> dict:
     """Run one arch (:func:`_run_one`) and return its report dict (``outcome`` PASS / FAIL /
-    UNSUPPORTED / ERROR, ``reason``, ``failure``, per-rank details, timings)."""
-    return _run_one(arch, sources, args, ctx.python, ctx=ctx, quiet=quiet)
+    UNSUPPORTED / ERROR, ``reason``, ``failure``, per-rank details, timings).  ``config_overrides``:
+    model config keys set on the toy config (a finding's witness)."""
+    return _run_one(arch, sources, args, ctx.python, ctx=ctx, quiet=quiet, config_overrides=config_overrides)
 
 
 class _Progress:
@@ -305,7 +307,7 @@ def _tail(path: str, n: int = 40) -> str:
 
 
 def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ctx: "RunContext | None" = None,
-             quiet: bool = False) -> dict:
+             quiet: bool = False, config_overrides: dict | None = None) -> dict:
     """Start the driver for one arch, watch it, and build its report dict (with ``outcome``
     PASS / FAIL / UNSUPPORTED / ERROR and ``reason``)."""
     t0 = _now()
@@ -329,6 +331,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
             "cache_root": None if args.no_cache else validate_cache_dir(),
             "compile": getattr(args, "compile", "auto"),
             "worker_start": getattr(args, "worker_start", "fork"),
+            "config_overrides": dict(config_overrides or {}),
             # extra vllm.LLM(...) keyword arguments, for experiments (JSON object)
             "engine_overrides": json.loads(os.environ.get("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS") or "{}")}
     spec_path = os.path.join(workdir, "spec.json")
@@ -483,6 +486,8 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
         rep.update(exit_code=EXIT_OK, outcome="PASS", reason="")
     else:
         failure = _failure(rep, result, timed_out, args.timeout)
+        if failure.get("compiled") and rep.get("root_cause"):
+            rep["root_cause"]["message"] = failure["root_cause"]  # the model's exception, not Dynamo's
         rep.update(exit_code=EXIT_FAIL, outcome="FAIL", failure=failure, reason=_failure_text(failure))
         rep["log_tail"] = _tail(log_path, 30)
         known = _known_limit(failure)

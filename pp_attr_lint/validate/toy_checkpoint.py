@@ -255,13 +255,17 @@ def build_generic_config(arch: str, pp: int, siblings: list[str] | None = None):
                  "family_override": bool(fam)}
 
 
-def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | None = None) -> tuple[str, dict]:
+def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | None = None,
+                     overrides: dict | None = None) -> tuple[str, dict]:
     """Write config, tokenizer and processor configs for ``arch`` into ``path``.
 
     Output: ``(path, info)`` with info on the config used. Qwen3-VL archs (:data:`ARCHS`) use
     :func:`build_config` (deepstack levels, image processor); every other arch
-    :func:`build_generic_config`. Raises ToyConfigError (UNSUPPORTED reason) and ImportError
-    when transformers/tokenizers are missing.
+    :func:`build_generic_config`. ``overrides``: config keys set on the toy config before it is
+    written (a finding's witness, ``{"tie_word_embeddings": True}``); ``info["overrides"]`` says
+    which were set and ``info["not_set"]`` which could not be (not a key of the config class).
+    Raises ToyConfigError (UNSUPPORTED reason) and ImportError when transformers/tokenizers are
+    missing.
     """
     os.makedirs(path, exist_ok=True)
     if arch in ARCHS:
@@ -270,11 +274,31 @@ def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | No
                 "found_by": "toy_checkpoint.ARCHS (Qwen3-VL)"}
     else:
         cfg, info = build_generic_config(arch, pp, siblings)
+    if overrides:
+        info["overrides"], info["not_set"] = apply_overrides(cfg, overrides)
     cfg.save_pretrained(path)
     _write_tokenizer_files(path)
     if arch in ARCHS:
         _write_qwen3_vl_processors(path)
     return path, info
+
+
+def apply_overrides(cfg, overrides: dict) -> tuple[dict, dict]:
+    """Set each key of ``overrides`` on ``cfg`` (and on its text config, where it has one) when
+    the config class knows it; ``(set, not set: {key: why})``."""
+    done, missing = {}, {}
+    for key, value in overrides.items():
+        if not str(key).isidentifier():
+            missing[key] = "not a model config key (a condition of the code, not of the configuration)"
+            continue
+        targets = [c for c in (cfg, getattr(cfg, "text_config", None)) if c is not None and hasattr(c, key)]
+        if not targets:
+            missing[key] = f"`{type(cfg).__name__}` has no `{key}`"
+            continue
+        for c in targets:
+            setattr(c, key, value)
+        done[key] = value
+    return done, missing
 
 
 def _write_tokenizer_files(path: str) -> None:

@@ -330,3 +330,46 @@ def test_missing_hook_finding_agrees_through_the_named_attribute(tmp_path):
     assert findings.red_agrees(finding, findings.attribute_of(finding), red)[0]
     red["failure"]["message"] = "'MixtralForCausalLM' object has no attribute 'lm_head'"
     assert not findings.red_agrees(finding, findings.attribute_of(finding), red)[0]
+
+
+# what torch 2.13's Dynamo reported for vLLM 0.32.0's llama.py with "residual" removed from the
+# factory keys (rank 1 still reads it): validate --arch LlamaForCausalLM --source that copy
+DYNAMO_OBSERVED = (
+    "Observed exception\n  Explanation: Dynamo found no exception handler at the top-level compiled function when "
+    "encountering an exception. Exception will propagate outside the compiled region.\n\n"
+    "  Developer debug context: raised exception KeyError('residual')\n\n"
+    " For more details about this graph break, please visit: https://meta-pytorch.github.io/compile-graph-break-site/gb/gb0088.html\n\n"
+    "from user code:\n   File \"/tmp/inj/llama.py\", line 423, in forward\n    residual = intermediate_tensors[\"residual\"]\n"
+    "  File \"/site/vllm/sequence.py\", line 32, in __getitem__\n    return self.tensors[key]\n")
+
+
+def test_root_cause_through_dynamo():
+    """An exception raised in model code under torch.compile is reported as itself, at the model's
+    line (the --source file counts as model code), not as Dynamo's `Unsupported`."""
+    from pp_attr_lint.validate.report import _failure, compiled_root_cause
+
+    assert compiled_root_cause(DYNAMO_OBSERVED, None, {"/tmp/inj/llama.py"}) == (
+        "KeyError", "'residual'", "/tmp/inj/llama.py:423 in forward")
+    assert compiled_root_cause("AttributeError: 'X' object has no attribute 'y'", None) is None
+    rep = {"root_cause": {"pp_rank": 1, "message": "PP rank 1 failed: Unsupported: Observed exception"},
+           "overrides": {"vllm.model_executor.models.llama": "/tmp/inj/llama.py"},
+           "ranks": [{"rank": 0, "error": None},
+                     {"rank": 1, "error": {"type": "Unsupported", "message": DYNAMO_OBSERVED, "phase": "serving",
+                                           "where": "/site/vllm/compilation/wrapper.py:86 in _call", "traceback": None}}]}
+    f = _failure(rep, {}, False, 60)
+    assert (f["type"], f["message"], f["where"]) == ("KeyError", "'residual'", "/tmp/inj/llama.py:423 in forward")
+    assert f["compiled"]["type"] == "Unsupported" and "KeyError: 'residual' at /tmp/inj/llama.py:423" in f["root_cause"]
+
+
+def test_witness_config_is_set_on_the_toy_config():
+    """A finding's witness (`tie_word_embeddings=True`) is set on the config class; what the class
+    does not know, or what is a condition of the code, is said, not set."""
+    from types import SimpleNamespace
+
+    from pp_attr_lint.validate.toy_checkpoint import apply_overrides
+
+    cfg = SimpleNamespace(tie_word_embeddings=False, text_config=SimpleNamespace(tie_word_embeddings=False))
+    done, missing = apply_overrides(cfg, {"tie_word_embeddings": True, "kv_sharing_fast_prefill": True,
+                                          "attn_metadata is not None": True})
+    assert done == {"tie_word_embeddings": True} and cfg.tie_word_embeddings and cfg.text_config.tie_word_embeddings
+    assert set(missing) == {"kv_sharing_fast_prefill", "attn_metadata is not None"}
