@@ -63,6 +63,7 @@ class _Function:
         self.lookups: list = []  # Subscript nodes (dict name, key name)
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
+        self.quant_derived: set[str] = set()  # names computed from `self.quant_config`
         for node in _own_nodes(fn):
             if isinstance(node, ast.Assign) and _params_dict_call(node.value):
                 self.dicts.update(t.id for t in node.targets if isinstance(t, ast.Name))
@@ -76,6 +77,10 @@ class _Function:
             elif isinstance(node, ast.NamedExpr):
                 self.derived.setdefault(node.target.id, set()).update(
                     n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
+            if isinstance(node, (ast.Assign, ast.NamedExpr)) and any(
+                    isinstance(n, ast.Attribute) and n.attr == "quant_config" for n in ast.walk(node.value)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                self.quant_derived.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
             if isinstance(node, (ast.For, ast.comprehension)):
                 used = {n.id for n in ast.walk(node.iter) if isinstance(n, ast.Name)}
                 for n in ast.walk(node.target):
@@ -292,8 +297,11 @@ def _judge(lw, methods, module_funcs, lines) -> list:
             key = sub.slice.id
             if covers(f, key, sub.lineno, 0):
                 continue
+            # a key the quantization config maps (`quant_config.get_cache_scale(name)`): only
+            # checkpoints that hold such tensors (per-layer KV-cache scales) reach the lookup
+            quant = bool(f.roots(key) & f.quant_derived)
             out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
-                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname])
+                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname, quant])
     return out
 
 
@@ -330,7 +338,7 @@ class UnownedParameterLoad(Rule):
         except Exception:  # noqa: BLE001  (cannot tell: judge it)
             pass
         out = []
-        for cls, line, col, end_line, end_col, dname, key, func in facts["lookups"]:
+        for cls, line, col, end_line, end_col, dname, key, func, quant in facts["lookups"]:
             where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
             message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
                        f"parameters without skipping the layers another pipeline-parallel rank owns: "
@@ -348,7 +356,9 @@ class UnownedParameterLoad(Rule):
                                          f"`if is_pp_missing_parameter({key}, self): continue` (`return` in a "
                                          f"helper)",
                                     witness={"ranks": "every pipeline-parallel rank that does not own the weight's "
-                                                      "layer", "config": {}}))
+                                                      "layer",
+                                             "config": {"checkpoint holds the tensors the quantization config maps "
+                                                        "(per-layer KV-cache scales)": True} if quant else {}}))
         return out
 
 
@@ -357,5 +367,5 @@ RULE = UnownedParameterLoad(
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
     needles=("named_parameters",),
-    version=1,
+    version=2,
 )
