@@ -373,3 +373,16 @@ def test_witness_config_is_set_on_the_toy_config():
                                           "attn_metadata is not None": True})
     assert done == {"tie_word_embeddings": True} and cfg.tie_word_embeddings and cfg.text_config.tie_word_embeddings
     assert set(missing) == {"kv_sharing_fast_prefill", "attn_metadata is not None"}
+
+
+def test_enclosing_functions(tmp_path):
+    """--findings tells a line of load_weights (or of a helper nested in it), which the toy engine
+    never runs (dummy weights), from one it runs."""
+    from pp_attr_lint.validate.findings import enclosing_functions
+
+    p = tmp_path / "m.py"
+    p.write_text("class A:\n    def load_weights(self, w):\n        def _helper(n):\n            return n\n"
+                 "        return _helper\n\n    def forward(self):\n        return 1\n")
+    assert enclosing_functions(str(p), 4) == ["load_weights", "_helper"]
+    assert enclosing_functions(str(p), 8) == ["forward"]
+    assert enclosing_functions(str(p), 1) == []
