@@ -74,6 +74,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--strict", action="store_true",
                    help="report reads that could not be judged as findings (exit 1), as `unresolved = \"error\"`")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    # for tests: every file parsed and checked by every rule (the prefilters' soundness)
+    c.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     c.add_argument("--cache-dir", type=Path)
     c.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="processes that read, parse and summarize files (default: the CPUs available, at most 8; "
@@ -279,7 +281,7 @@ def run_check(args) -> int:
     if not files:
         print("pp-attr-lint: warning: no Python files found under the given paths", file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
-    cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache)
+    cache = Cache(cache_dir, cache_salt(rules, not getattr(args, "no_prefilter", False)), enabled=not args.no_cache)
     src = list(cfg.src) + list(args.src)
     python = args.python or cfg.python
     try:
@@ -287,7 +289,8 @@ def run_check(args) -> int:
     except OSError as e:
         return _fail(f"--python / `python`: {e}")
     result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
-                   ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs))
+                   ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs),
+                   prefilter=not getattr(args, "no_prefilter", False))
     for note in result.notes:
         print(f"pp-attr-lint: {note}", file=sys.stderr)
     if args.strict or cfg.unresolved == "error":

@@ -3,17 +3,60 @@ sets them, while no subclass of it does either (see README.md)."""
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 
 
+# a statement that assigns `self.NAME` (alone or in a tuple of `self.` targets): `self.x = ...`,
+# `self.start_layer, self.end_layer, self.layers = make_layers(...)`
+_SELF_STORE = re.compile(rb"[ \t]*\(?[ \t]*(self\.\w+[ \t]*,[ \t]*)*\*?self\.(\w+)([ \t]*,[ \t]*\*?self\.\w+)*[ \t]*,?[ \t]*\)?[ \t]*=(?!=)")
+_NESTED_CLASS = re.compile(rb"\n[ \t]+class[ \t]")
+
+
+def _chunks(data: bytes):
+    """``data`` cut before every line that starts in column 0 with code (not a blank, not a
+    comment, not a closing bracket): every top-level class lies in one chunk or is cut into
+    several (by a column-0 line of a multi-line string), never merged with other code."""
+    start = 0
+    i = 0
+    n = len(data)
+    while True:
+        i = data.find(b"\n", i)
+        if i < 0 or i + 1 >= n:
+            yield data[start:]
+            return
+        c = data[i + 1]
+        if c not in b" \t\r\n\f#)]}":
+            yield data[start:i + 1]
+            start = i + 1
+        i += 1
+
+
 class LayerRangeOnSelf(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """``self.start_layer`` / ``self.end_layer`` is read and the file assigns neither."""
-        for attr in (b"start_layer", b"end_layer"):
-            if b"self." + attr in data and attr + b" =" not in data and attr + b"," not in data \
-                    and attr + b")" not in data:
-                return True
+        """Some chunk of the file (:func:`_chunks`: a top-level class, or a part of one) names
+        ``start_layer`` / ``end_layer`` and has no statement that assigns ``self.`` that name: a
+        class that assigns it itself never reads it unset.  A chunk with a nested class counts
+        whenever it names it (the assignment may be the outer class's)."""
+        if b"start_layer" not in data and b"end_layer" not in data:
+            return False
+        for chunk in _chunks(data):
+            for attr in (b"start_layer", b"end_layer"):
+                if attr not in chunk:
+                    continue
+                if _NESTED_CLASS.search(chunk) is not None:
+                    return True
+                stored = False
+                for line in chunk.split(b"\n"):
+                    if attr in line:
+                        m = _SELF_STORE.match(line)
+                        if m is not None and attr in re.findall(rb"self\.(\w+)", line[:m.end()]):
+                            stored = True
+                            break
+                if not stored:
+                    return True
         return False
 
     def check(self, ctx):
@@ -56,9 +99,11 @@ class LayerRangeOnSelf(Rule):
         from pp_attr_lint.resolve import Unresolved
         r = ctx.resolver
         for st in ctx.checked:
-            for cname in st.summary["classes"]:
+            if st.module != ctx.module and not ctx.accepts(st, self):
+                continue  # a file its prefilter turns down: the same in every run, named or not
+            for cname, crec in st.summary["classes"].items():
                 sub = (st.module, cname)
-                if sub == key:
+                if sub == key or not _may_set(crec, attr):
                     continue
                 try:
                     if key in r.mro(sub) and r.attribute_status(sub, attr) != "absent":
@@ -66,6 +111,18 @@ class LayerRangeOnSelf(Rule):
                 except Unresolved:
                     return True  # cannot tell: a subclass may set it
         return False
+
+
+def _may_set(rec: dict, attr: str) -> bool:
+    """Whether class record ``rec`` itself may set ``attr`` (or anything): only such a subclass
+    can give the reading class the attribute; one that cannot (``class Z(Unknown): pass``) is
+    never a reason to stay silent, however its bases resolve."""
+    if attr in rec["body_names"] or attr in rec.get("properties", ()) or attr in rec.get("annotations", ()):
+        return True
+    if any(s in rec["methods"] or s in rec["body_names"] for s in ("__getattr__", "__getattribute__", "__setattr__",
+                                                                    "__new__", "__dict__", "__slots__")):
+        return True
+    return any(attr in m["assigns"] or m.get("dynamic") or m.get("passes_self") for m in rec["methods"].values())
 
 
 def _abstract(rec: dict) -> bool:
@@ -79,5 +136,5 @@ RULE = LayerRangeOnSelf(
     code="PPA003",
     name="layer-range-on-self",
     summary="self.start_layer / self.end_layer read in a class that never sets them",
-    needles=("self.start_layer", "self.end_layer"),
+    attributes=F.RANGE_ATTRIBUTES,  # their reads are what it judges
 )

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint import facts as F
+from pp_attr_lint.index.prefilter import attribute_read_hit
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path, read_source
 
@@ -42,12 +43,15 @@ def _enclosing_class(data: bytes, pos: int, indent: int):
 
 class SkippedInitAttribute(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """An explicit ``X.__init__(self...)`` or ``super(P, self).__init__(`` that may skip a base:
+        """A read of one of :attr:`attributes` on another object (see :meth:`_judge_callers`), or
+        an explicit ``X.__init__(self...)`` or ``super(P, self).__init__(`` that may skip a base:
         ``X`` is not the first base of the enclosing class, or ``P`` is not that class itself
         (``class C(nn.Module)`` calling ``nn.Module.__init__(self)``, or ``super(C, self)`` in
         ``C``, runs the same chain as ``super().__init__()`` and skips nothing).  The enclosing
         class is the nearest ``class`` line above with a smaller indent; a call whose class is not
         found counts as a hit."""
+        if attribute_read_hit(data, self.attributes):
+            return True  # a read :meth:`_judge_callers` judges (`self.pool.end_layer`)
         if b".__init__(self" not in data and b", self).__init__(" not in data:
             return False
         i = data.find(b".__init__(")
@@ -255,7 +259,7 @@ class SkippedInitAttribute(Rule):
         scopes = None
         for read in ctx.summary["reads"]:
             chain = read["chain"]
-            if not chain or read.get("guards"):
+            if not chain or read.get("guards") or read["attr"] not in self.attributes:
                 continue
             if scopes is None:
                 scopes = scopes_by_line(ctx.summary)
@@ -295,7 +299,8 @@ class SkippedInitAttribute(Rule):
     def _subclasses(self, ctx, base):
         from pp_attr_lint.resolve import Unresolved
         r = ctx.resolver
-        mods = {base[0]} | {st.module for st in ctx.checked}
+        # the other checked files its own prefilter accepts: the same whichever rules run
+        mods = {base[0], ctx.module} | {st.module for st in ctx.checked if ctx.accepts(st, self)}
         out = []
         for mod in sorted(mods):
             s = ctx.project.summary(mod)
@@ -388,4 +393,5 @@ RULE = SkippedInitAttribute(
     name="attribute-of-skipped-init",
     summary="Attribute set only by a base __init__ that this class skips is read",
     needles=(".__init__(self", ", self).__init__("),
+    attributes=F.RANGE_ATTRIBUTES,  # the reads its callers' check judges (`self.pool.end_layer`)
 )

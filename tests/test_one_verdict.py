@@ -1,0 +1,216 @@
+"""One verdict per file: a file's findings do not depend on whether it is named or found in a
+folder, on which rules are selected, on which unrelated files sit beside it, on the cache or on
+``-j``; and a byte prefilter never turns down a file its rule would report.
+
+The invariants run in process (:func:`lint`, what ``pp-attr-lint check`` does, without the
+environment's packages) on every case folder: ``rules/*/cases/*``, ``fixtures/*`` and
+``../shared/cases/*`` when that folder is there."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO
+
+STUBS = REPO / "fixtures" / "ppstub"
+SHARED_CASES = REPO.parent / "shared" / "cases"
+UNRELATED = "from not_installed_pkg import Base\n\n\nclass Z(Base):\n    pass\n"
+
+
+def _case_folders() -> list[Path]:
+    out = sorted(p for p in (REPO / "rules").glob("*/cases/*") if p.is_dir())
+    out += sorted(p for p in (REPO / "fixtures").iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    if SHARED_CASES.is_dir():
+        out += sorted(p for p in SHARED_CASES.iterdir() if p.is_dir() and not p.name.startswith((".", "_")))
+    return out
+
+
+CASES = _case_folders()
+
+
+def lint(paths, *, select=None, extend_select=None, cache_dir=None, jobs=None, prefilter=True, src=None) -> list[tuple]:
+    """The findings of ``pp-attr-lint check PATHS`` as ``(path, row, column, code, message)``
+    (``cache_dir=None``: ``--no-cache``; no environment packages: ``--python none``; ``src``:
+    ``--src``, by default the stub vLLM, ``fixtures/ppstub``, for the rules' cases)."""
+    from pp_attr_lint.config import Config, select_rules
+    from pp_attr_lint.engine.check import cache_salt, check
+    from pp_attr_lint.engine.parallel import jobs_for
+    from pp_attr_lint.workspace.cache import Cache
+    from pp_attr_lint.workspace.files import discover
+
+    paths = [Path(p) for p in paths]
+    if src is None:  # the rules' cases run against the stub vLLM, as tests/test_rule_cases.py runs them
+        src = [STUBS] if any(os.path.abspath(p).startswith(str(REPO / "rules")) for p in paths) else []
+    cfg = Config()
+    rules = select_rules(cfg, select, None, extend_select)
+    files, errors = discover(paths, cfg.exclude)
+    assert not errors
+    explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
+    off = {} if prefilter else {"prefilter": False}
+    cache = Cache(Path(cache_dir) if cache_dir else Path("/nonexistent-cache"), cache_salt(rules, **off),
+                  enabled=cache_dir is not None)
+    result = check(files, rules, cache=cache, src=src, explicit=explicit, env_paths=[], jobs=jobs_for(jobs), **off)
+    return sorted((os.path.abspath(f.path), f.row, f.column, f.code or f.name, f.message) for f in result.findings)
+
+
+def _rel(findings, root: Path) -> list[tuple]:
+    """``findings`` with paths relative to ``root``, and ``root`` named ``<root>`` in messages."""
+    root = os.path.abspath(root)
+    names = [root + os.sep, os.path.relpath(root) + os.sep]
+
+    def msg(m):
+        for n in names:
+            m = m.replace(n, "<root>/")
+        return m
+
+    return sorted((os.path.relpath(f[0], root), *f[1:4], msg(f[4])) for f in findings)
+
+
+def _codes():
+    from pp_attr_lint.config import Config
+    from pp_attr_lint.rule_registry import all_rules
+
+    return [(r.code, r.default) for r in all_rules(Config().rule_files, None)]
+
+
+# -- the bugs that started it -------------------------------------------------------------------
+
+
+def test_select_ppa003_keeps_its_finding():
+    case = REPO / "rules" / "PPA003" / "cases" / "host_pool"
+    default = [f for f in lint([case]) if f[3] == "PPA003"]
+    assert len(default) == 1
+    assert lint([case], select=["PPA003"]) == default
+
+
+def test_select_ppa301_keeps_both_findings():
+    case = REPO / "rules" / "PPA301" / "cases" / "skipped_init"
+    default = [f for f in lint([case]) if f[3] == "PPA301"]
+    assert len(default) == 2
+    assert lint([case], select=["PPA301"]) == default
+
+
+_TWO_READS = '''class HostKVCache:
+    def __init__(self, device_pool):
+        self.device_pool = device_pool
+        self.layer_num = device_pool.layer_num
+
+
+class HostPool(HostKVCache):
+    def load(self, layer_id):
+        return layer_id - self.start_layer
+
+    def last(self):
+        return self.end_layer - 1
+'''
+
+
+def test_an_unrelated_file_with_an_unresolvable_base_changes_nothing(tmp_path):
+    pkg = tmp_path / "tree" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "pools.py").write_text(_TWO_READS)
+    (pkg / "zz_unrelated.py").write_text(UNRELATED)
+    alone = lint([pkg / "pools.py"])
+    assert [f[3] for f in alone] == ["PPA003", "PPA003"]
+    assert lint([pkg / "pools.py", pkg / "zz_unrelated.py"]) == alone
+    assert lint([tmp_path / "tree"]) == alone
+
+
+# -- the invariants on every case folder ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_cache_and_jobs_change_nothing(case, tmp_path):
+    base = lint([case])
+    assert lint([case], cache_dir=tmp_path / "c") == base, "cold cache"
+    assert lint([case], cache_dir=tmp_path / "c") == base, "warm cache"
+    assert lint([case], jobs=1) == base, "-j 1"
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_select_gives_the_rules_own_findings(case):
+    base = lint([case])
+    extended = lint([case], extend_select=["PPA002"])
+    for code, default in _codes():
+        want = [f for f in (base if default else extended) if f[3] == code]
+        got = [f for f in lint([case], select=[code]) if f[3] == code]
+        assert got == want, code
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_each_file_alone_as_in_the_tree(case):
+    base = lint([case])
+    for path in sorted(case.rglob("*.py")):
+        p = os.path.abspath(path)
+        want = [f for f in base if f[0] == p]
+        got = [f for f in lint([path]) if f[0] == p]
+        assert got == want, path
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_an_unrelated_file_beside_changes_nothing(case, tmp_path):
+    copy = tmp_path / case.name
+    shutil.copytree(case, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    src = [STUBS] if str(case).startswith(str(REPO / "rules")) else []
+    base = _rel(lint([copy], src=src), copy)
+    assert base == _rel(lint([case]), case)
+    folders = sorted({p.parent for p in copy.rglob("*.py")})
+    added = []
+    for folder in folders:
+        (folder / "zz_unrelated.py").write_text(UNRELATED)
+        added.append(folder / "zz_unrelated.py")
+    assert _rel(lint([copy], src=src), copy) == base, "in the folder"
+    assert _rel(lint([copy, *added], src=src), copy) == base, "named beside it"
+
+
+# -- the prefilters are sound ---------------------------------------------------------------------
+
+
+def _prefilter_misses(tree: Path) -> list[str]:
+    """Findings that checking with no prefilter gives a rule in a file whose bytes that rule's
+    prefilter turns down (every rule, PPA002 too)."""
+    from pp_attr_lint.config import Config, select_rules
+    from pp_attr_lint.rule_api import index_spec, wants
+    from pp_attr_lint.index.prefilter import make_rule_prefilter
+
+    rules = select_rules(Config(), None, None, ["PPA002"])
+    spec = index_spec(rules)
+    hit = make_rule_prefilter(spec.wanting)
+    by_code = {r.code: r for r in rules}
+    misses = []
+    masks: dict[str, int] = {}
+    for path, row, col, code, _msg in lint([tree], extend_select=["PPA002"], prefilter=False):
+        rule = by_code.get(code)
+        if rule is None:
+            continue
+        if path not in masks:
+            masks[path] = hit(Path(path).read_bytes())
+        if not wants(spec, rule, masks[path]):
+            misses.append(f"{code} {path}:{row}:{col}")
+    return misses
+
+
+def test_prefilters_are_sound_on_the_case_folders():
+    misses = []
+    for case in CASES:
+        misses += _prefilter_misses(case)
+    assert misses == []
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("version", ["0.21.0", "0.32.0"])
+def test_prefilters_are_sound_on_a_release(version, tmp_path_factory):
+    from conftest import fetch_wheel, unpack_python_sources
+
+    tree = os.environ.get(f"PP_ATTR_LINT_TREE_{version.replace('.', '')}")
+    if tree:  # an unpacked tree already at hand (its folder holding `vllm/`)
+        root = Path(tree) / "vllm"
+    else:
+        root = unpack_python_sources(fetch_wheel(version), tmp_path_factory.mktemp(f"vllm{version}")) / "vllm"
+    assert _prefilter_misses(root) == []
+
