@@ -214,3 +214,72 @@ def test_prefilters_are_sound_on_a_release(version, tmp_path_factory):
         root = unpack_python_sources(fetch_wheel(version), tmp_path_factory.mktemp(f"vllm{version}")) / "vllm"
     assert _prefilter_misses(root) == []
 
+
+# -- prefilters that looked at the wrong class or the wrong file ---------------------------------
+
+_INNER_AND_WRAPPER = '''import torch.nn as nn
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import make_empty_intermediate_tensors_factory
+
+
+class TextModel(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(["hidden_states"], 4)
+
+
+class TextForCausalLM(
+    nn.Module,
+    SupportsPP,
+):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model = TextModel(config)
+'''
+
+
+def _package(tmp_path, files: dict[str, str]) -> Path:
+    tree = tmp_path / "tree"
+    for name, text in files.items():
+        p = tree / name
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tree
+
+
+def _named_and_found(tree: Path, target: str, **kw):
+    named = [f for f in lint([tree / target], **kw) if f[0] == str(tree / target)]
+    found = [f for f in lint([tree], **kw) if f[0] == str(tree / target)]
+    return named, found
+
+
+def test_ppa201_prefilter_does_not_count_another_classs_hook(tmp_path):
+    """The inner model's hook in the same file does not provide the wrapper's (vLLM 0.32.0's
+    llama.py with `LlamaForCausalLM`'s assignment deleted)."""
+    tree = _package(tmp_path, {"pkg/__init__.py": "", "pkg/text.py": _INNER_AND_WRAPPER})
+    named, found = _named_and_found(tree, "pkg/text.py", src=[STUBS])
+    assert [f[3] for f in named] == ["PPA201"]
+    assert found == named
+
+
+@pytest.mark.network
+def test_ppa201_llama_without_its_hook_in_the_folder(tmp_path):
+    """vLLM 0.32.0's `LlamaForCausalLM` with its hook assignment deleted: reported whether
+    llama.py is named or its folder is checked."""
+    from conftest import fetch_wheel, unpack_python_sources
+
+    tree = os.environ.get("PP_ATTR_LINT_TREE_0320")
+    if tree:
+        root = tmp_path / "v"
+        shutil.copytree(Path(tree) / "vllm", root / "vllm")
+    else:
+        root = unpack_python_sources(fetch_wheel("0.32.0"), tmp_path / "v")
+    llama = root / "vllm" / "model_executor" / "models" / "llama.py"
+    text = llama.read_text()
+    hook = "        self.make_empty_intermediate_tensors = (\n            self.model.make_empty_intermediate_tensors\n        )\n"
+    assert hook in text
+    llama.write_text(text.replace(hook, ""))
+    named = [f for f in lint([llama], select=["PPA201"]) if f[0] == str(llama)]
+    found = [f for f in lint([llama.parent], select=["PPA201"]) if f[0] == str(llama)]
+    assert [f[3] for f in named] == ["PPA201"]
+    assert found == named
