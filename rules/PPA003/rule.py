@@ -13,6 +13,23 @@ from pp_attr_lint.rule_api import Rule
 # `self.start_layer, self.end_layer, self.layers = make_layers(...)`
 _SELF_STORE = re.compile(rb"[ \t]*\(?[ \t]*(self\.\w+[ \t]*,[ \t]*)*\*?self\.(\w+)([ \t]*,[ \t]*\*?self\.\w+)*[ \t]*,?[ \t]*\)?[ \t]*=(?!=)")
 _NESTED_CLASS = re.compile(rb"\n[ \t]+class[ \t]")
+_NAMED = {a: re.compile(rb"(?<![\w])" + a + rb"(?![\w])") for a in (b"start_layer", b"end_layer")}
+
+
+def _read_like(chunk: bytes, attr: bytes) -> bool:
+    """Whether ``attr`` occurs in ``chunk`` as an attribute (``x.attr``, ``x . attr``) or as a
+    quoted name (``getattr(self, "attr")``): a bare name (a parameter, a local) is no read."""
+    for m in _NAMED[attr].finditer(chunk):
+        i, end = m.start(), m.end()
+        prev = chunk[i - 1:i]
+        if prev in (b'"', b"'") and chunk[end:end + 1] == prev:
+            return True
+        j = i
+        while j > 0 and chunk[j - 1] in b" \t\\\n\r":
+            j -= 1
+        if chunk[j - 1:j] == b".":
+            return True
+    return False
 
 
 def _chunks(data: bytes):
@@ -44,13 +61,13 @@ class LayerRangeOnSelf(Rule):
             return False
         for chunk in _chunks(data):
             for attr in (b"start_layer", b"end_layer"):
-                if attr not in chunk:
+                if attr not in chunk or not _read_like(chunk, attr):
                     continue
                 if _NESTED_CLASS.search(chunk) is not None:
                     return True
                 stored = False
                 for line in chunk.split(b"\n"):
-                    if attr in line:
+                    if _NAMED[attr].search(line) is not None:
                         m = _SELF_STORE.match(line)
                         if m is not None and attr in re.findall(rb"self\.(\w+)", line[:m.end()]):
                             stored = True

@@ -49,6 +49,8 @@ def _own_hook(data: bytes, pos: int) -> bool:
             return False  # the class's lines end here (or a column-0 line of a string cut them)
         if body_indent is None:
             body_indent = indent
+        if indent <= body_indent and stripped[:1] in (b")", b"]", b"}"):
+            continue  # the end of a multi-line signature or literal (`    ):`)
         if indent <= body_indent:
             in_init = indent == body_indent and stripped.startswith(b"def __init__")
             if indent == body_indent:
