@@ -283,3 +283,132 @@ def test_ppa201_llama_without_its_hook_in_the_folder(tmp_path):
     found = [f for f in lint([llama.parent], select=["PPA201"]) if f[0] == str(llama)]
     assert [f[3] for f in named] == ["PPA201"]
     assert found == named
+
+
+_INNER_LAYERS = '''import torch.nn as nn
+from vllm.model_executor.models.utils import make_layers
+
+
+class MoE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n_local_experts = 2
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, prefix=""):
+        super().__init__()
+        self.mlp = MoE()
+
+
+class TextModel(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: DecoderLayer(prefix))
+'''
+
+_WRAPPER_LOOP = '''import torch.nn as nn
+
+from .inner import TextModel
+
+
+class ForCausalLM(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model = TextModel(config)
+
+    def set_local_experts(self, n):
+        for layer in self.model.layers:
+            layer.mlp.n_local_experts = n
+'''
+
+
+def test_ppa103_wrapper_in_another_file_than_make_layers(tmp_path):
+    tree = _package(tmp_path, {"pkg/__init__.py": "", "pkg/inner.py": _INNER_LAYERS, "pkg/wrapper.py": _WRAPPER_LOOP})
+    named, found = _named_and_found(tree, "pkg/wrapper.py", src=[STUBS])
+    assert [f[3] for f in named] == ["PPA103"]
+    assert found == named
+
+
+_PLUGIN = '''import torch.nn as nn
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class Embedding(nn.Module):
+    def __init__(self, num, dim):
+        super().__init__()
+        self.weight = [[0.0] * dim for _ in range(num)]
+
+
+class MyModel(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        if get_pp_group().is_first_rank:
+            self.embedding = Embedding(8, 4)
+        else:
+            self.embedding = PPMissingLayer()
+
+
+class MyForCausalLM(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model = MyModel(config)
+        if get_pp_group().is_last_rank:
+            if config.tie_word_embeddings:
+                self.lm_head = self.model.embedding
+            else:
+                self.lm_head = Embedding(8, 4)
+'''
+
+_PLUGIN_WRAPPER = '''import torch.nn as nn
+from vllm.distributed import get_pp_group
+
+from .inner import Embedding, TextModel
+
+
+class TiedForCausalLM(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model = TextModel(config)
+        if get_pp_group().is_last_rank:
+            self.lm_head = (
+                Embedding(8, 4)
+                if not config.tie_word_embeddings
+                else self.model.embed_tokens
+            )
+'''
+
+_PLUGIN_INNER = '''import torch.nn as nn
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class Embedding(nn.Module):
+    def __init__(self, num, dim):
+        super().__init__()
+        self.weight = [[0.0] * dim for _ in range(num)]
+
+
+class TextModel(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.embed_tokens = Embedding(8, 4) if get_pp_group().is_first_rank else PPMissingLayer()
+'''
+
+
+def test_ppa101_plugin_tied_head_on_a_name_of_its_own(tmp_path):
+    """`self.lm_head = self.model.embedding`: a placeholder name the file assigns itself."""
+    tree = _package(tmp_path, {"myplugin/__init__.py": "", "myplugin/model.py": _PLUGIN})
+    named, found = _named_and_found(tree, "myplugin/model.py", src=[STUBS])
+    assert [f[3] for f in named] == ["PPA101"]
+    assert found == named
+
+
+def test_ppa101_plugin_tied_head_into_another_files_model(tmp_path):
+    """`lm_head = (... else self.model.embed_tokens)` in a file without `PPMissingLayer`."""
+    tree = _package(tmp_path, {"myplugin/__init__.py": "", "myplugin/inner.py": _PLUGIN_INNER,
+                               "myplugin/model.py": _PLUGIN_WRAPPER})
+    named, found = _named_and_found(tree, "myplugin/model.py", src=[STUBS])
+    assert [f[3] for f in named] == ["PPA101"]
+    assert found == named
