@@ -285,7 +285,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
     for st in checked:
         ctx = FileContext(file=st, project=project, resolver=resolver, checked=checked, shared=shared)
         file_unjudged = []
-        mask = True if st.path in explicit else (st.hit or 0)
+        mask = st.hit or 0  # named or found in a folder: the same rules check it
         for rule in rules:
             if not wants(project.spec, rule, mask):
                 continue  # its prefilter turned the file down: another rule's hit made it checked
