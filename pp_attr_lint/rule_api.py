@@ -16,7 +16,10 @@ What a rule asks of the engine:
 * :meth:`Rule.prefilter` (by default: one of :attr:`Rule.needles` occurs): whether a file's bytes
   make it worth parsing (the prefilter runs on every file; only hits are parsed);
 * :attr:`Rule.attributes`: attribute names whose reads the index records with their receivers
-  (``x.start_layer``, ``getattr(x, "start_layer")``), for rules that judge reads by name;
+  (``x.start_layer``, ``getattr(x, "start_layer")``), for rules that judge reads by name (a rule
+  judges only the reads of its own attributes: the index records those of every enabled rule); a
+  rule without a prefilter of its own wants the files that read one on another object, and so
+  does one with :attr:`Rule.wants_attribute_reads`;
 * :meth:`Rule.collect`: facts of its own, taken from a parsed module (``ast``) and cached with the
   module's summary (plain builtin data, ``marshal``-able);
 * :meth:`Rule.check`: the findings of one checked file, given a :class:`FileContext` that reaches
@@ -64,6 +67,10 @@ class Rule:
     default: bool = True
     # rules that share one collector (the placeholder family) name the same key; default: the code
     facts_key: str | None = None
+
+    # True: the rule also wants the files that read one of its `attributes` on another object
+    # (`x.end_layer`), besides those its own prefilter accepts (the test is shared between rules)
+    wants_attribute_reads = False
 
     @property
     def facts_name(self) -> str:
@@ -186,7 +193,8 @@ def index_spec(rules, everything: bool = False) -> IndexSpec:
     # the files each rule wants: its own prefilter, else reads of its own attributes
     own_ids = {id(r) for r in own_pf}
     wanting_rules = [r for r in rules if id(r) in own_ids or r.attributes]
-    wanting = tuple((r.prefilter, None) if id(r) in own_ids else (None, frozenset(r.attributes)) for r in wanting_rules)
+    wanting = tuple((r.prefilter, frozenset(r.attributes) if r.wants_attribute_reads else None) if id(r) in own_ids
+                    else (None, frozenset(r.attributes)) for r in wanting_rules)
     own = {}
     for r in rules:
         if type(r).collect is not Rule.collect:

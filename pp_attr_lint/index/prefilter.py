@@ -44,26 +44,34 @@ def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
 def make_rule_prefilter(wanting: tuple, everything: bool = False):
     """A bytes -> int test with one bit per rule: bit ``k`` is set when ``wanting[k]``, a pair
     ``(prefilter, attrs)`` of one rule, accepts the file: its own ``prefilter`` (bytes -> bool)
-    when it has one, else a read of one of its ``attrs`` with a receiver other than plain ``self``
-    (:func:`attribute_read_hit`).  A rule's bit depends on its own test alone, never on which
-    other rules are enabled.  ``everything``: every bit set for every file (no prefilter: for
-    tests that check the prefilters' soundness).  0 means no rule wants the file."""
+    accepts it, or ``attrs`` is given and the file can read one of them on another object
+    (:func:`attribute_read_hit`; computed once per set of names for all the rules that share it).
+    A rule's bit depends on its own test alone, never on which other rules are enabled.
+    ``everything``: every bit set for every file (no prefilter: for tests that check the
+    prefilters' soundness).  0 means no rule wants the file."""
     if everything:
         full = (1 << len(wanting)) - 1 or 1
         return lambda data: full
+    groups: dict[frozenset, int] = {}
     tests = []
     for pf, attrs in wanting:
-        if pf is not None:
-            tests.append(pf)
-        else:
-            needles = [a.encode() for a in sorted(attrs)]
-            tests.append(lambda data, needles=needles: _attrs_hit(data, needles))
+        g = None
+        if attrs:
+            g = groups.setdefault(frozenset(attrs), len(groups))
+        tests.append((pf, g))
+    needles = [[a.encode() for a in sorted(attrs)] for attrs in groups]
 
     def hit(data: bytes) -> int:
         mask = 0
-        for k, test in enumerate(tests):
-            if test(data):
+        reads: list = [None] * len(needles)
+        for k, (pf, g) in enumerate(tests):
+            if pf is not None and pf(data):
                 mask |= 1 << k
+            elif g is not None:
+                if reads[g] is None:
+                    reads[g] = _attrs_hit(data, needles[g])
+                if reads[g]:
+                    mask |= 1 << k
         return mask
 
     return hit

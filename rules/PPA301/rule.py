@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint import facts as F
-from pp_attr_lint.index.prefilter import attribute_read_hit
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path, read_source
 
@@ -42,16 +41,16 @@ def _enclosing_class(data: bytes, pos: int, indent: int):
 
 
 class SkippedInitAttribute(Rule):
+    # the files that read `x.end_layer` on another object too (what :meth:`_judge_callers` judges)
+    wants_attribute_reads = True
+
     def prefilter(self, data: bytes) -> bool:
-        """A read of one of :attr:`attributes` on another object (see :meth:`_judge_callers`), or
-        an explicit ``X.__init__(self...)`` or ``super(P, self).__init__(`` that may skip a base:
+        """An explicit ``X.__init__(self...)`` or ``super(P, self).__init__(`` that may skip a base:
         ``X`` is not the first base of the enclosing class, or ``P`` is not that class itself
         (``class C(nn.Module)`` calling ``nn.Module.__init__(self)``, or ``super(C, self)`` in
         ``C``, runs the same chain as ``super().__init__()`` and skips nothing).  The enclosing
         class is the nearest ``class`` line above with a smaller indent; a call whose class is not
         found counts as a hit."""
-        if attribute_read_hit(data, self.attributes):
-            return True  # a read :meth:`_judge_callers` judges (`self.pool.end_layer`)
         if b".__init__(self" not in data and b", self).__init__(" not in data:
             return False
         i = data.find(b".__init__(")
