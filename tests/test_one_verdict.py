@@ -412,3 +412,31 @@ def test_ppa101_plugin_tied_head_into_another_files_model(tmp_path):
     named, found = _named_and_found(tree, "myplugin/model.py", src=[STUBS])
     assert [f[3] for f in named] == ["PPA101"]
     assert found == named
+
+
+def test_no_prefilter_from_the_command_line():
+    """`--no-prefilter` (hidden, for tests) parses and checks every file with every rule: on a
+    case, what the filtered run reports and nothing it would miss."""
+    from helpers import check_json
+
+    case = REPO / "rules" / "PPA003" / "cases" / "host_pool"
+    _, filtered = check_json(case, "--src", str(STUBS))
+    _, unfiltered = check_json(case, "--src", str(STUBS), "--no-prefilter")
+    key = lambda d: (d["filename"], d["location"]["row"], d["code"])  # noqa: E731
+    assert sorted(map(key, unfiltered)) == sorted(map(key, filtered)) != []
+
+
+def test_a_rules_bit_does_not_depend_on_the_other_rules():
+    from pp_attr_lint.config import Config, select_rules
+    from pp_attr_lint.index.prefilter import make_rule_prefilter
+    from pp_attr_lint.rule_api import index_spec
+
+    rules = select_rules(Config(), None, None, ["PPA002"])
+    data = [p.read_bytes() for case in CASES for p in sorted(case.rglob("*.py"))]
+    spec = index_spec(rules)
+    hit = make_rule_prefilter(spec.wanting)
+    masks = [hit(d) for d in data]
+    for k, code in enumerate(spec.wanting_codes):
+        alone = index_spec([r for r in rules if r.code == code])
+        one = make_rule_prefilter(alone.wanting)
+        assert [bool(one(d)) for d in data] == [bool(m >> k & 1) for m in masks], code
