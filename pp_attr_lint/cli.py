@@ -93,6 +93,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--strict", action="store_true",
                    help="report reads that could not be judged as findings (exit 1), as `unresolved = \"error\"`")
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
+    # for tests: every file parsed and checked by every rule (the prefilters' soundness)
+    c.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
     c.add_argument("--cache-dir", type=_nonempty_path)
     c.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="processes that read, parse and summarize files (default: the CPUs available, at most 8; "
@@ -319,7 +321,8 @@ def run_check(args) -> int:
                   file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
     # --fix checks again after fixing: with --no-cache the summaries of unchanged files are kept in memory for it
-    cache = Cache(cache_dir, cache_salt(rules), enabled=not args.no_cache, memory=args.fix and not args.diff)
+    cache = Cache(cache_dir, cache_salt(rules, not getattr(args, "no_prefilter", False)), enabled=not args.no_cache,
+                  memory=args.fix and not args.diff)
     src = list(cfg.src) + list(args.src)
     python = args.python or cfg.python
     try:
@@ -329,7 +332,8 @@ def run_check(args) -> int:
 
     def checked():
         result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
-                       ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs))
+                       ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs),
+                       prefilter=not getattr(args, "no_prefilter", False))
         if args.strict or cfg.unresolved == "error":
             from .unjudged import helps
 

@@ -16,7 +16,10 @@ What a rule asks of the engine:
 * :meth:`Rule.prefilter` (by default: one of :attr:`Rule.needles` occurs): whether a file's bytes
   make it worth parsing (the prefilter runs on every file; only hits are parsed);
 * :attr:`Rule.attributes`: attribute names whose reads the index records with their receivers
-  (``x.start_layer``, ``getattr(x, "start_layer")``), for rules that judge reads by name;
+  (``x.start_layer``, ``getattr(x, "start_layer")``), for rules that judge reads by name (a rule
+  judges only the reads of its own attributes: the index records those of every enabled rule); a
+  rule without a prefilter of its own wants the files that read one on another object, and so
+  does one with :attr:`Rule.wants_attribute_reads`;
 * :meth:`Rule.collect`: facts of its own, taken from a parsed module (``ast``) and cached with the
   module's summary (plain builtin data, ``marshal``-able);
 * :meth:`Rule.check`: the findings of one checked file, given a :class:`FileContext` that reaches
@@ -64,6 +67,10 @@ class Rule:
     default: bool = True
     # rules that share one collector (the placeholder family) name the same key; default: the code
     facts_key: str | None = None
+
+    # True: the rule also wants the files that read one of its `attributes` on another object
+    # (`x.end_layer`), besides those its own prefilter accepts (the test is shared between rules)
+    wants_attribute_reads = False
 
     @property
     def facts_name(self) -> str:
@@ -160,6 +167,13 @@ class FileContext:
             funcs = rec["methods"].items() if rec else ()
         return next((name for name, scope in funcs if scope["line"] == line), None)
 
+    def accepts(self, st: "FileState", rule: "Rule") -> bool:
+        """Whether ``rule``'s own prefilter accepts checked file ``st`` (from its bytes alone,
+        whether it was named on the command line or found in a folder): a rule that looks at the
+        other checked files looks only at those, so that what else is named, and which other rules
+        made files parsed, changes none of its findings."""
+        return isinstance(st.hit, int) and wants(self.project.spec, rule, st.hit)
+
     def facts(self, code: str, module: str | None = None) -> Any:
         """The facts :meth:`Rule.collect` of rule ``code`` took from ``module`` (default: this
         file); ``None`` when the module is not in the project or the rule collected nothing."""
@@ -173,30 +187,37 @@ class FileContext:
 
 
 
-def index_spec(rules) -> IndexSpec:
-    """The :class:`~pp_attr_lint.index.spec.IndexSpec` of ``rules`` (:class:`Rule` instances)."""
+def index_spec(rules, everything: bool = False) -> IndexSpec:
+    """The :class:`~pp_attr_lint.index.spec.IndexSpec` of ``rules`` (:class:`Rule` instances);
+    ``everything``: no prefilter (every file is wanted by every rule; for tests)."""
     attrs = frozenset(a for r in rules for a in r.attributes)
     # a rule whose prefilter is the default one and has no needles asks for nothing
     own_pf = [r for r in rules if type(r).prefilter is not Rule.prefilter or r.needles]
     prefilters = tuple(r.prefilter for r in own_pf)
+    # the files each rule wants: its own prefilter, else reads of its own attributes
+    own_ids = {id(r) for r in own_pf}
+    wanting_rules = [r for r in rules if id(r) in own_ids or r.attributes]
+    wanting = tuple((r.prefilter, frozenset(r.attributes) if r.wants_attribute_reads else None) if id(r) in own_ids
+                    else (None, frozenset(r.attributes)) for r in wanting_rules)
     own = {}
     for r in rules:
         if type(r).collect is not Rule.collect:
             own.setdefault(r.facts_name, (r.collect, r.version))
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
-                    ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items()))])
-    return IndexSpec(attrs, prefilters, collectors, key, tuple(r.code for r in own_pf))
+                    ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items())), "all" if everything else ""])
+    return IndexSpec(attrs, prefilters, collectors, key, tuple(r.code for r in own_pf), wanting,
+                     tuple(r.code for r in wanting_rules), everything)
 
 
 def wants(spec: IndexSpec, rule: Rule, mask: int | bool) -> bool:
-    """Whether ``rule`` checks a file whose prefilter mask is ``mask``: its own prefilter's
-    bit, or the watched-attribute bit (a file with a layer-range read on another object is
-    checked by every rule: the reads the index records are what several rules judge); a
-    rule without a prefilter of its own checks every file that is checked."""
-    if mask is True or mask >> len(spec.prefilter_codes) & 1:
+    """Whether ``rule`` checks a file whose prefilter mask is ``mask`` (``True``: a file named on
+    the command line, which every rule checks): the rule's own bit, set by its own prefilter (or,
+    for a rule without one, by a read of its own attributes), never by another rule's, so that
+    which rules are enabled changes no rule's findings; a rule with neither checks every file
+    that is checked."""
+    if mask is True:
         return True
-    if rule.code in spec.prefilter_codes:
-        return bool(mask >> spec.prefilter_codes.index(rule.code) & 1)
-    return not rule.attributes
-
+    if rule.code in spec.wanting_codes:
+        return bool(mask >> spec.wanting_codes.index(rule.code) & 1)
+    return True

@@ -50,7 +50,7 @@ def code_stamp() -> str:
     return ",".join(out)
 
 
-def cache_salt(rules: list[Rule]) -> str:
+def cache_salt(rules: list[Rule], prefilter: bool = True) -> str:
     """What every cache entry of a run with ``rules`` depends on besides the files: the
     pp-attr-lint version, the summary format, the Python version, what the rules ask of the index
     and :func:`code_stamp` (the ``salt_src`` of :class:`~pp_attr_lint.workspace.cache.Cache`)."""
@@ -60,7 +60,7 @@ def cache_salt(rules: list[Rule]) -> str:
     from ..index.spec import SUMMARY_VERSION
     from ..rule_api import index_spec
 
-    return f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{index_spec(rules).key}|{code_stamp()}"
+    return f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{index_spec(rules, everything=not prefilter).key}|{code_stamp()}"
 
 
 @dataclass
@@ -116,7 +116,8 @@ def _line(text: str, row: int) -> str:
 
 def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path] = (),
           as_module: str | None = None, explicit: set[str] = frozenset(),
-          ignore_for: callable = None, env_paths: list[str] | None = None, jobs: int = 1) -> CheckResult:
+          ignore_for: callable = None, env_paths: list[str] | None = None, jobs: int = 1,
+          prefilter: bool = True) -> CheckResult:
     """Check ``files`` with ``rules``.
 
     Args:
@@ -134,6 +135,8 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
             :func:`pp_attr_lint.workspace.environment.environment_paths`); ``None``: none.
         jobs: processes that may summarize the files (see :mod:`pp_attr_lint.engine.parallel`); the
             result is the same for any number.
+        prefilter: ``False`` turns the byte prefilters off: every file is parsed and every rule
+            checks it (slow; for the tests that prove each prefilter sound).
 
     Returns:
         A :class:`CheckResult`.  Files that cannot be read, decoded or parsed give a finding with
@@ -154,6 +157,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         [(r.code, r.source, repr(r)) for r in rules],
         paths, [os.path.abspath(s) for s in src], as_module, sorted(explicit), os.getcwd(), env_paths,
         environment_stamp(env_paths),  # the installed distributions and their versions
+        prefilter,
     )), digest_size=16).hexdigest()
     memo = cache.memo(memo_key)
     replayed = None
@@ -169,7 +173,8 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     if replayed is not None:
         raw, unjudged, notes, digests = replayed
     else:
-        touched, raw, unjudged, notes, digests = _analyze(paths, rules, cache, src, as_module, explicit, env_paths, jobs)
+        touched, raw, unjudged, notes, digests = _analyze(paths, rules, cache, src, as_module, explicit, env_paths,
+                                                          jobs, prefilter)
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],
                                   "not_judged": [not_judged_to_dict(n) for n in unjudged], "notes": notes,
                                   "digests": digests})
@@ -220,7 +225,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
                        digests={f.path: digests[f.path] for f in findings if digests.get(f.path)})
 
 
-def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1):
+def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1, prefilter=True):
     """Run the rules over ``paths``: what the run depended on (``{path: (mtime_ns, size) or None}``),
     raw findings (before per-file ignores and noqa), the reads not judged (``# noqa`` applied),
     notes for the user and the content hash each checked file was judged on (``{path: digest}``).
@@ -238,7 +243,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
     from ..workspace.modules import (as_module_project, has_relative_imports, infer_module, module_root_found,
                                      namespace_roots, remapped)
 
-    spec = index_spec(rules)
+    spec = index_spec(rules, everything=not prefilter)
     # packages whose classes the facts declare attribute-less (torch, typing) are never read from
     # the environment: they stay what the facts say they are
     settings = merged_settings([r.settings for r in rules if r.settings is not None])
@@ -317,7 +322,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
     for st in checked:
         ctx = FileContext(file=st, project=project, resolver=resolver, checked=checked, shared=shared)
         file_unjudged = []
-        mask = True if st.path in explicit else (st.hit or 0)
+        mask = st.hit or 0  # named or found in a folder: the same rules check it
         for rule in rules:
             if not wants(project.spec, rule, mask):
                 continue  # its prefilter turned the file down: another rule's hit made it checked

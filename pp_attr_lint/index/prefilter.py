@@ -41,6 +41,64 @@ def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
     return hit
 
 
+def make_rule_prefilter(wanting: tuple, everything: bool = False):
+    """A bytes -> int test with one bit per rule: bit ``k`` is set when ``wanting[k]``, a pair
+    ``(prefilter, attrs)`` of one rule, accepts the file: its own ``prefilter`` (bytes -> bool)
+    accepts it, or ``attrs`` is given and the file can read one of them on another object
+    (:func:`attribute_read_hit`; computed once per set of names for all the rules that share it).
+    A rule's bit depends on its own test alone, never on which other rules are enabled.
+    ``everything``: every bit set for every file (no prefilter: for tests that check the
+    prefilters' soundness).  0 means no rule wants the file."""
+    if everything:
+        full = (1 << len(wanting)) - 1 or 1
+        return lambda data: full
+    groups: dict[frozenset, int] = {}
+    tests = []
+    for pf, attrs in wanting:
+        g = None
+        if attrs:
+            g = groups.setdefault(frozenset(attrs), len(groups))
+        tests.append((pf, g))
+    needles = [[a.encode() for a in sorted(attrs)] for attrs in groups]
+
+    def hit(data: bytes) -> int:
+        mask = 0
+        reads: list = [None] * len(needles)
+        for k, (pf, g) in enumerate(tests):
+            if pf is not None and pf(data):
+                mask |= 1 << k
+            elif g is not None:
+                if reads[g] is None:
+                    reads[g] = _attrs_hit(data, needles[g])
+                if reads[g]:
+                    mask |= 1 << k
+        return mask
+
+    return hit
+
+
+def attribute_read_hit(data: bytes, attrs) -> bool:
+    """Whether ``data`` can hold a read of one of ``attrs`` (names) with a receiver other than
+    plain ``self``: ``x.NAME``, ``a.b.NAME``, ``(...).NAME`` or ``getattr(x, "NAME")``."""
+    return _attrs_hit(data, [a.encode() if isinstance(a, str) else a for a in attrs])
+
+
+def _attrs_hit(data: bytes, needles) -> bool:
+    for needle in needles:
+        i = data.find(needle)
+        n = len(needle)
+        while i >= 0:
+            end = i + n
+            if (end >= len(data) or data[end] not in _WORD) and (i == 0 or data[i - 1] not in _WORD):
+                prev = data[i - 1:i]
+                if prev in (b'"', b"'") and data[end:end + 1] == prev:
+                    return True  # getattr(x, "start_layer")
+                if _other_receiver(data, i):
+                    return True
+            i = data.find(needle, end)
+    return False
+
+
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
 

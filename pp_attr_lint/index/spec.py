@@ -40,6 +40,11 @@ class IndexSpec:
     prefilters: tuple[Callable, ...] = ()
     collectors: tuple[tuple[str, Callable], ...] = ()
     key: str = ""
-    # the rule code of each of `prefilters` (bit k of a prefilter mask is prefilter_codes[k];
-    # the next bit is the watched-attribute test)
+    # the rule code of each of `prefilters`
     prefilter_codes: tuple[str, ...] = ()
+    # one `(prefilter or None, attrs)` per rule that says which files it wants (bit k of a
+    # prefilter mask is `wanting_codes[k]`; see pp_attr_lint.index.prefilter.make_rule_prefilter)
+    wanting: tuple = ()
+    wanting_codes: tuple[str, ...] = ()
+    # no prefilter: every file is wanted by every rule (for tests of the prefilters' soundness)
+    everything: bool = False

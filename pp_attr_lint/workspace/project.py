@@ -24,7 +24,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..index.prefilter import make_prefilter
+from ..index.prefilter import make_rule_prefilter
 from ..index.spec import IndexSpec
 from .cache import Cache
 from .files import package_root
@@ -123,7 +123,7 @@ class Project:
         self.roots = [str(r) for r in dict.fromkeys(Path(os.path.abspath(r)) for r in roots)]
         self.spec = spec
         self.cache = cache
-        self.prefilter = make_prefilter(spec.attrs, spec.prefilters)
+        self.prefilter = make_rule_prefilter(spec.wanting, spec.everything)
         self.by_module: dict[str, FileState | None] = {}
         self.env_roots = [os.path.abspath(r) for r in env_roots if os.path.abspath(r) not in self.roots]
         self.external = external

@@ -3,17 +3,95 @@ sets them, while no subclass of it does either (see README.md)."""
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 
 
+# a statement that assigns `self.NAME` (alone or in a tuple of `self.` targets): `self.x = ...`,
+# `self.start_layer, self.end_layer, self.layers = make_layers(...)`
+_SELF_STORE = re.compile(rb"[ \t]*\(?[ \t]*(self\.\w+[ \t]*,[ \t]*)*\*?self\.(\w+)([ \t]*,[ \t]*\*?self\.\w+)*[ \t]*,?[ \t]*\)?[ \t]*=(?!=)")
+_NESTED_CLASS = re.compile(rb"\n[ \t]+class[ \t]")
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _occurrences(data: bytes, attr: bytes):
+    """The start of every occurrence of ``attr`` as a whole word in ``data`` (bytes.find: much
+    faster than a regular expression with a look-behind)."""
+    n = len(attr)
+    i = data.find(attr)
+    while i >= 0:
+        end = i + n
+        if (i == 0 or data[i - 1] not in _WORD) and (end >= len(data) or data[end] not in _WORD):
+            yield i
+        i = data.find(attr, end)
+
+
+def _read_at(data: bytes, i: int, end: int) -> bool:
+    """Whether the name at ``data[i:end]`` is an attribute (``x.attr``, ``x . attr``) or a quoted
+    name (``getattr(self, "attr")``): a bare name (a parameter, a local) is no read."""
+    prev = data[i - 1:i]
+    if prev in (b'"', b"'") and data[end:end + 1] == prev:
+        return True
+    j = i
+    while j > 0 and data[j - 1] in b" \t\\\n\r":
+        j -= 1
+    return data[j - 1:j] == b"."
+
+
+# where a chunk starts: after a newline, a line that starts in column 0 with code (not a blank, not
+# a comment, not a closing bracket)
+_CHUNK_START = re.compile(rb"\n(?=[^ \t\r\n\f#)\]}])")
+
+
+def _chunk_bounds(data: bytes) -> list[int]:
+    """Where the chunks of ``data`` start: ``data`` cut before every line that starts in column 0
+    with code, so that every top-level class lies in one chunk or is cut into several (by a
+    column-0 line of a multi-line string), never merged with other code."""
+    return [0] + [m.end() for m in _CHUNK_START.finditer(data)]
+
+
+def _stored(chunk: bytes, attr: bytes) -> bool:
+    """Whether a statement of ``chunk`` assigns ``self.attr`` (alone or among ``self.`` targets)."""
+    for i in _occurrences(chunk, attr):
+        start = chunk.rfind(b"\n", 0, i) + 1
+        end = chunk.find(b"\n", i + len(attr))
+        line = chunk[start:len(chunk) if end < 0 else end]
+        st = _SELF_STORE.match(line)
+        if st is not None and attr in re.findall(rb"self\.(\w+)", line[:st.end()]):
+            return True
+    return False
+
+
 class LayerRangeOnSelf(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """``self.start_layer`` / ``self.end_layer`` is read and the file assigns neither."""
+        """Some chunk of the file (:func:`_chunk_bounds`: a top-level class, or a part of one)
+        reads ``start_layer`` / ``end_layer`` (``x.start_layer``, ``getattr(x, "start_layer")``)
+        and has no statement that assigns ``self.`` that name: a class that assigns it itself
+        never reads it unset.  A chunk with a nested class counts whenever it reads it (the
+        assignment may be the outer class's)."""
+        if b"start_layer" not in data and b"end_layer" not in data:
+            return False
+        from bisect import bisect_right
+
+        bounds = None
         for attr in (b"start_layer", b"end_layer"):
-            if b"self." + attr in data and attr + b" =" not in data and attr + b"," not in data \
-                    and attr + b")" not in data:
-                return True
+            if attr not in data:
+                continue
+            seen = set()
+            for i in _occurrences(data, attr):
+                if not _read_at(data, i, i + len(attr)):
+                    continue
+                if bounds is None:
+                    bounds = _chunk_bounds(data)
+                k = bisect_right(bounds, i) - 1
+                if k in seen:
+                    continue
+                seen.add(k)
+                chunk = data[bounds[k]:bounds[k + 1] if k + 1 < len(bounds) else len(data)]
+                if _NESTED_CLASS.search(chunk) is not None or not _stored(chunk, attr):
+                    return True
         return False
 
     def check(self, ctx):
@@ -59,9 +137,11 @@ class LayerRangeOnSelf(Rule):
         from pp_attr_lint.resolve import Unresolved
         r = ctx.resolver
         for st in ctx.checked:
-            for cname in st.summary["classes"]:
+            if st.module != ctx.module and not ctx.accepts(st, self):
+                continue  # a file its prefilter turns down: the same in every run, named or not
+            for cname, crec in st.summary["classes"].items():
                 sub = (st.module, cname)
-                if sub == key:
+                if sub == key or not _may_set(crec, attr):
                     continue
                 try:
                     if key in r.mro(sub) and r.attribute_status(sub, attr) != "absent":
@@ -69,6 +149,18 @@ class LayerRangeOnSelf(Rule):
                 except Unresolved:
                     return True  # cannot tell: a subclass may set it
         return False
+
+
+def _may_set(rec: dict, attr: str) -> bool:
+    """Whether class record ``rec`` itself may set ``attr`` (or anything): only such a subclass
+    can give the reading class the attribute; one that cannot (``class Z(Unknown): pass``) is
+    never a reason to stay silent, however its bases resolve."""
+    if attr in rec["body_names"] or attr in rec.get("properties", ()) or attr in rec.get("annotations", ()):
+        return True
+    if any(s in rec["methods"] or s in rec["body_names"] for s in ("__getattr__", "__getattribute__", "__setattr__",
+                                                                    "__new__", "__dict__", "__slots__")):
+        return True
+    return any(attr in m["assigns"] or m.get("dynamic") or m.get("passes_self") for m in rec["methods"].values())
 
 
 def _abstract(rec: dict) -> bool:
@@ -82,5 +174,5 @@ RULE = LayerRangeOnSelf(
     code="PPA003",
     name="layer-range-on-self",
     summary="self.start_layer / self.end_layer read in a class that never sets them",
-    needles=("self.start_layer", "self.end_layer"),
+    attributes=F.RANGE_ATTRIBUTES,  # their reads are what it judges
 )

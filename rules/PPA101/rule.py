@@ -13,27 +13,27 @@ from pp_attr_lint.rule_api import Rule
 _NAMES = tuple(b"." + n.encode() for n in sorted(("embed_tokens", "norm", "lm_head", "final_layernorm", "wte", "ln_f",
                                                   "embed_in", "final_layer_norm", "word_embeddings")))
 _IDENT_START = re.compile(rb"[a-z_]")
-_ALIAS = re.compile(rb"lm_head\s*=\s*[\w.]+\.(?:embed_tokens|wte|embed_in|word_embeddings)\s*$", re.M)
+# `lm_head = x.embed_tokens` (also `= (x.embed_tokens if tied else ...)`), or a later branch
+# `... else x.embed_tokens` of the value (within a few lines)
+_PLACEHOLDER_NAMES = b"|".join(n[1:] for n in _NAMES)
+_ALIAS = re.compile(rb"lm_head\s*=\s*\(?\s*[\w.]+\.(?:" + _PLACEHOLDER_NAMES + rb")(?![\w.(\[])")
+_ALIAS_ELSE = re.compile(rb"lm_head\s*=(?!=)(?:[^\n]*\n){0,8}?[^\n]*\belse\s+\(?\s*[\w.]+\.(?:"
+                         + _PLACEHOLDER_NAMES + rb")(?![\w.(\[])")
 
 
 class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
     kinds = ("read", "alias", "arg")
 
     def prefilter(self, data: bytes) -> bool:
-        """A tied head (``tie_weights(``), or, in a file that builds placeholders, a read through a
-        name that may hold one (``.embed_tokens.weight``) or an alias into ``lm_head``."""
-        if b"tie_weights(" in data:
+        """A file that names ``PPMissingLayer`` (any attribute it assigns one to may be read or
+        aliased into ``lm_head``, ``self.embedding = PPMissingLayer()`` as well as
+        ``self.embed_tokens``), a tied head (``tie_weights(``), or a read through a name that holds
+        a placeholder in vLLM's models (``self.model.embed_tokens.weight``) or an alias of one into
+        ``lm_head`` (``self.lm_head = self.model.embed_tokens``): the placeholder may be assigned
+        in another file, so ``PPMissingLayer`` need not occur."""
+        if b"PPMissingLayer" in data or b"tie_weights(" in data:
             return True
-        if b"PPMissingLayer" not in data:
-            return False
-        for name in _NAMES:
-            i = data.find(name)
-            while i >= 0:
-                end = i + len(name)
-                if data[end:end + 1] == b"." and _IDENT_START.match(data, end + 1):
-                    return True
-                i = data.find(name, end)
-        return _ALIAS.search(data) is not None
+        return b"lm_head" in data and (_ALIAS.search(data) is not None or _ALIAS_ELSE.search(data) is not None)
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
         from pp_attr_lint import ranks

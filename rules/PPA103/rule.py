@@ -47,12 +47,11 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
     kinds = ("loop",)
 
     def prefilter(self, data: bytes) -> bool:
-        """The file uses ``make_layers`` and has ``in ... .layers:`` / ``in enumerate(... .layers)``
+        """The file has ``in ... .layers:`` / ``in enumerate(... .layers)``
         where the loop may read an attribute of the element: a ``for`` statement counts unless its
         body never reads ``var.`` or opens with ``if isinstance(var, PPMissingLayer)``; any other
-        shape (a generator expression) counts."""
-        if b"make_layers" not in data:
-            return False
+        shape (a generator expression) counts.  The list may come from ``make_layers`` in another
+        file (a wrapper looping over ``self.model.layers``), so ``make_layers`` need not occur."""
         i = data.find(b".layers")
         while i >= 0:
             if _WHOLE_LIST.match(data, i) and data.rfind(b" in ", max(0, i - 120), i) >= 0 \

@@ -24,6 +24,47 @@ def _stub_kind(fn) -> str:
 
 
 _ASSIGNED = re.compile(rb"[ \t]*(?::[^=\n]*)?=(?!=)")  # after the hook's name: an assignment to it
+_WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+
+
+def _own_hook(data: bytes, pos: int) -> bool:
+    """Whether the body of the top-level class whose header ends before byte ``pos`` provides
+    the hook itself, from its own lines (those before the next line that starts in column 0 with
+    code): ``def make_empty_intermediate_tensors`` or ``make_empty_intermediate_tensors = ...``
+    at the body's indent, or ``self.make_empty_intermediate_tensors = ...`` in its ``__init__``."""
+    hook = F.PP_HOOK.encode()
+    nl = data.find(b"\n", pos)
+    body_indent = None
+    in_init = False
+    while 0 <= nl < len(data) - 1:
+        start = nl + 1
+        nl = data.find(b"\n", start)
+        line = data[start:len(data) if nl < 0 else nl]
+        stripped = line.lstrip(b" \t")
+        if not stripped.strip() or stripped.startswith(b"#"):
+            continue
+        indent = len(line) - len(stripped)
+        if indent == 0:
+            if stripped[:1] in (b")", b"]", b"}"):
+                continue
+            return False  # the class's lines end here (or a column-0 line of a string cut them)
+        if body_indent is None:
+            body_indent = indent
+        if indent <= body_indent and stripped[:1] in (b")", b"]", b"}"):
+            continue  # the end of a multi-line signature or literal (`    ):`)
+        if indent <= body_indent:
+            in_init = indent == body_indent and stripped.startswith(b"def __init__")
+            if indent == body_indent:
+                if stripped.startswith((b"def " + hook, b"async def " + hook)) and \
+                        stripped[len(b"def ") + len(hook) + stripped.startswith(b"async ") * 6:][:1] in (b"(", b" "):
+                    return True
+                if stripped.startswith(hook) and _ASSIGNED.match(stripped, len(hook)):
+                    return True
+        elif in_init:
+            j = stripped.find(b"self." + hook)
+            if j == 0 and _ASSIGNED.match(stripped, len(b"self.") + len(hook)):
+                return True
+    return False
 
 
 def _init_end(path: str, cname: str):
@@ -54,37 +95,33 @@ def _init_end(path: str, cname: str):
 
 class MissingPPHook(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """Fewer hooks are provided (``def make_empty_intermediate_tensors``, or an assignment to
-        it) than classes list ``SupportsPP`` among their bases: some class of the file may lack
-        it; or an explicit base ``__init__`` call may skip the ``__init__`` that assigns an
-        inherited class's hook (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`, as
-        PPA301).  A
-        file whose classes inherit the protocol through a base that lacks the hook is reported at
-        that base."""
+        """Some class that lists ``SupportsPP`` among its bases may lack the hook: its own body
+        (up to the next line that starts in column 0 with code) neither defines
+        ``make_empty_intermediate_tensors`` nor assigns it at class level, and its ``__init__``
+        does not assign ``self.make_empty_intermediate_tensors``.  Only a class's own lines
+        count (another class of the file, e.g. the inner model, providing the hook proves nothing
+        about this one); a class header not in column 0 counts as a hit.  Or an explicit base
+        ``__init__`` call may skip the ``__init__`` that assigns an inherited class's hook
+        (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`, as PPA301).  A file whose
+        classes inherit the protocol through a base that lacks the hook is reported at that base."""
         name = F.PP_PROTOCOL.encode()
-        listing = 0
         i = data.find(name)
         while i >= 0:
-            # in a class header: `class X(... SupportsPP`, no colon between them
-            k = data.rfind(b"class ", 0, i)
-            if k >= 0 and (k == 0 or data[k - 1] in b"\n \t") and b":" not in data[k:i] and b"(" in data[k:i]:
-                listing += 1
-            i = data.find(name, i + len(name))
+            end = i + len(name)
+            if (i == 0 or data[i - 1] not in _WORD) and (end >= len(data) or data[end] not in _WORD):
+                # in a class header: `class X(... SupportsPP`, no colon between them
+                k = data.rfind(b"class ", 0, i)
+                if k >= 0 and (k == 0 or data[k - 1] in b"\n \t") and b":" not in data[k:i] and b"(" in data[k:i]:
+                    if k > 0 and data[k - 1] != 0x0A:
+                        return True  # a class inside a block: judged too, not read here
+                    colon = data.find(b":", end)
+                    if colon < 0 or not _own_hook(data, colon + 1):
+                        return True
+            i = data.find(name, end)
         from pp_attr_lint.kinds.skipped_init import may_skip_base_init
 
-        if may_skip_base_init(data):
-            return True  # a class that skips a base __init__ may lose the hook that base assigns
-        if not listing:
-            return False
-        hook = F.PP_HOOK.encode()
-        provided = 0
-        i = data.find(hook)
-        while i >= 0 and provided < listing:
-            end = i + len(hook)
-            if data[max(0, i - 4):i] == b"def " or _ASSIGNED.match(data, end):
-                provided += 1
-            i = data.find(hook, end)
-        return provided < listing
+        # a class that skips a base __init__ may lose the hook that base assigns
+        return may_skip_base_init(data)
 
     def collect(self, tree, lines):
         """``protocol``: how classes named ``SupportsPP`` provide the hook (``stub``, ``impl``,

@@ -15,6 +15,9 @@ _OTHER_LINE_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2
 
 
 class SkippedInitAttribute(Rule):
+    # the files that read `x.end_layer` on another object too (what :meth:`_judge_callers` judges)
+    wants_attribute_reads = True
+
     def prefilter(self, data: bytes) -> bool:
         """An explicit base ``__init__`` call that may skip a base
         (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`; imported here: a warm run
@@ -246,7 +249,7 @@ class SkippedInitAttribute(Rule):
         scopes = None
         for read in ctx.summary["reads"]:
             chain = read["chain"]
-            if not chain or read.get("guards"):
+            if not chain or read.get("guards") or read["attr"] not in self.attributes:
                 continue
             if scopes is None:
                 scopes = scopes_by_line(ctx.summary)
@@ -292,7 +295,8 @@ class SkippedInitAttribute(Rule):
     def _subclasses(self, ctx, base):
         from pp_attr_lint.resolve import Unresolved
         r = ctx.resolver
-        mods = {base[0]} | {st.module for st in ctx.checked}
+        # the other checked files its own prefilter accepts: the same whichever rules run
+        mods = {base[0], ctx.module} | {st.module for st in ctx.checked if ctx.accepts(st, self)}
         out = []
         for mod in sorted(mods):
             s = ctx.project.summary(mod)
@@ -519,4 +523,5 @@ RULE = SkippedInitAttribute(
     name="attribute-of-skipped-init",
     summary="Attribute set only by a base __init__ that this class skips is read",
     needles=(".__init__(self", ", self).__init__("),
+    attributes=F.RANGE_ATTRIBUTES,  # the reads its callers' check judges (`self.pool.end_layer`)
 )
