@@ -53,13 +53,25 @@ TRANSPARENT_DECORATORS = (
     "typing.final",
 )
 
-# calls that build a model from vLLM's registry (vllm/model_executor/models/utils.py,
-# registry tables in vllm/model_executor/models/registry.py)
+# the model registry is found by its place in the analysed tree, for any top-level package name
+# ``{top}``: vLLM keeps it at vllm/model_executor/models/registry.py, and forks that rename the
+# package keep that shape (Aphrodite 0.24.1: aphrodite/model_executor/models/registry.py, the same
+# table names, merged into `_APHRODITE_MODELS`).  `{top}` is the top-level package of the code that
+# names the registry: of the module a factory is defined in (or imported from), of a model's module,
+# of the `ModelRegistry` a plugin registers with.
+REGISTRY_MODULE = "{top}.model_executor.models.registry"
+MODELS_PACKAGE = "{top}.model_executor.models"
+# calls that build a model from the registry: `init_vllm_registered_model` in
+# vllm/model_executor/models/utils.py, `init_aphrodite_registered_model` in Aphrodite's (utils.py:537);
+# the name is a glob, and the registry is the one of the package that defines the factory
 FACTORIES = (
-    Factory(name="init_vllm_registered_model", keyword="architectures",
-            registry_module="vllm.model_executor.models.registry", tables="_*_MODELS",
-            package="vllm.model_executor.models"),
+    Factory(name="init_*_registered_model", keyword="architectures",
+            registry_module=REGISTRY_MODULE, tables="_*_MODELS", package=MODELS_PACKAGE),
 )
+# `ModelRegistry.register_model("Arch", Cls_or_"module:Class")` (vllm/model_executor/models/registry.py,
+# `_ModelRegistry.register_model`): how an out-of-tree plugin adds or replaces an architecture; the
+# engine checks the class like an in-tree one (`supports_pp`, vllm/config/model.py)
+REGISTER_METHOD = "register_model"
 
 PLACEHOLDER_CLASS = "PPMissingLayer"
 MAKE_LAYERS = "make_layers"

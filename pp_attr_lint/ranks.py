@@ -27,7 +27,6 @@ import itertools
 from typing import Any
 
 from . import facts as F
-from .index.registry import registry_entries
 from .index.summary import child_nodes, dotted_name, ref_chain
 
 TRUE = ("T",)
@@ -658,23 +657,24 @@ class RankFacts:
         return result
 
     def module_runs_under_pp(self, module: str) -> bool:
-        """False when vLLM's registry lists classes of ``module`` and none of them has
+        """False when the model registry lists classes of ``module`` and none of them has
         ``SupportsPP`` on its MRO: the engine refuses ``pipeline_parallel_size > 1`` for such a
-        model (vllm/config/model.py verifies ``supports_pp``), so its code never runs on a rank > 0.
-        True when the tree has no such registry (SGLang, RL frameworks, the rule cases)."""
+        model (vllm/config/model.py verifies ``supports_pp``; Aphrodite 0.24.1's
+        aphrodite/config/model.py:1366 too), so its code never runs on a rank > 0.  The registry is
+        the one of ``module``'s top-level package (:meth:`Resolver.model_registry`, found by its
+        place in the tree), plus the ``register_model`` calls of the checked files (a plugin's
+        classes are checked the same way).  True when no registry lists the module (SGLang, RL
+        frameworks, the rule cases) or a registered class cannot be resolved."""
         memo = self._memo.setdefault("pp-modules", {})
         if module in memo:
             return memo[module]
-        registered = []
-        for fac in self.r.settings.factories:
-            s = self.ctx.project.summary(fac.registry_module)
-            for _tname, _arch, full, cls in registry_entries(s, fac.package):
-                if full == module:
-                    registered.append((module, cls))
+        registered = [(module, cls) for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ()
+                      if full == module]
+        registered += [key for _arch, _top, key, _name, _m, _line in self.registrations() if key and key[0] == module]
         ok = True
         if registered:
             ok = False
-            for key in registered:
+            for key in dict.fromkeys(registered):
                 try:
                     if any(e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL for e in self.r.mro(key)):
                         ok = True
@@ -684,6 +684,14 @@ class RankFacts:
                     break
         memo[module] = ok
         return ok
+
+    def registrations(self) -> list:
+        """:meth:`Resolver.registrations` of the checked files (memoized for the run)."""
+        got = self.ctx.shared.get(("registrations", id(self.ctx.checked)))
+        if got is None:
+            got = self.r.registrations((st.module, st.summary) for st in self.ctx.checked)
+            self.ctx.shared[("registrations", id(self.ctx.checked))] = got
+        return got
 
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""

@@ -7,6 +7,9 @@ from __future__ import annotations
 from .. import facts as F
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # the key of ranks.collect's facts in a summary
 NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
+# a file that registers a model (a plugin's `ModelRegistry.register_model(...)`) is read too: its
+# registrations tell which models refuse PP (each placeholder rule adds it to its needles)
+REGISTER_NEEDLE = f".{F.REGISTER_METHOD}("
 
 
 class PlaceholderRule:

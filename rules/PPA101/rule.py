@@ -90,6 +90,6 @@ RULE = PlaceholderAttribute(
     code="PPA101",
     name="placeholder-attribute",
     summary="Attribute read on a value that is a PPMissingLayer on some pipeline-parallel rank",
-    needles=("PPMissingLayer", "tie_weights"),
+    needles=("PPMissingLayer", "tie_weights", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
 )

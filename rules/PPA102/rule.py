@@ -64,6 +64,6 @@ RULE = PlaceholderByIndex(
     name="placeholder-by-index",
     summary="Attribute read on a fixed slot of a make_layers list, a PPMissingLayer on some rank",
     fix_applicability="safe",
-    needles=(".layers[",),
+    needles=(".layers[", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
 )

@@ -108,6 +108,6 @@ RULE = PlaceholderInLoop(
     name="placeholder-in-loop",
     summary="Loop over every slot of a make_layers list reads an attribute of a PPMissingLayer",
     fix_applicability="safe",
-    needles=("make_layers",),
+    needles=("make_layers", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
 )
