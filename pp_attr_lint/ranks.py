@@ -536,9 +536,89 @@ def collect(tree: ast.Module, lines) -> dict | None:
                     visit(b, cls)
 
     visit(tree.body, None)
-    if not (out["assigns"] or out["uses"] or out["lists"]):
+    helpers = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list \
+                and "return False" in "".join(lines.lines[node.lineno - 1:node.end_lineno]):
+            need = truthy_only_when(node, lines)
+            if need is not None:
+                helpers[node.name] = need
+    if helpers:
+        out["helpers"] = helpers
+    if not (out["assigns"] or out["uses"] or out["lists"] or helpers):
         return None
     return out
+
+
+class _ReturnWalker(_Walker):
+    """A :class:`_Walker` that records the guard of every ``return`` of a function."""
+
+    def __init__(self, lines, fn):
+        super().__init__(lines, {"assigns": [], "lists": [], "uses": []}, None, fn, frozenset())
+        self.returns: list = []
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        if isinstance(stmt, ast.Return):
+            value = stmt.value
+            if value is None or (isinstance(value, ast.Constant) and not value.value):
+                self.returns.append((guard, None))
+            else:  # the value's formula with the local flags as they are here
+                self.returns.append((guard, self.formula(value)))
+            return
+        super().stmt(stmt, guard, guarded, protected, loops)
+
+
+def _own_nodes(fn):
+    """The nodes of ``fn``'s body outside nested functions, lambdas and classes."""
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(c for c in ast.iter_child_nodes(node)
+                    if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)))
+
+
+def truthy_only_when(fn: ast.FunctionDef, lines) -> tuple | None:
+    """A condition that holds whenever a call of the plain function ``fn`` returns a truthy value
+    (the disjunction, over its ``return`` statements, of the guard that reaches each one and of
+    the returned value's formula; ``return False`` / ``return None`` and falling off the end give
+    nothing), or ``None`` when it says nothing (``TRUE``) or cannot be told (a generator, a
+    ``return`` the walk does not reach, such as one inside a ``match``).
+
+    ``vllm``-style ``model_should_use_tied_lm_head(config, quant)`` (Aphrodite 0.24.1,
+    model_executor/models/utils.py:193) begins with ``if not getattr(config,
+    "tie_word_embeddings", False): return False``, so its result implies ``tie_word_embeddings``.
+    Atoms keep the module's convention (an attribute test is named by the attribute, shared with
+    the caller's guards: ``config.tie_word_embeddings``), except those that only mean something
+    inside ``fn`` (its parameters and local names, tests named by their text), which are renamed
+    ``fn@atom`` so that no guard of a caller can name them."""
+    own = list(_own_nodes(fn))
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
+        return None
+    w = _ReturnWalker(lines, fn)
+    w.block(fn.body, TRUE, frozenset(), False, {})
+    if len(w.returns) != sum(isinstance(n, ast.Return) for n in own):
+        return None
+    need = f_or(*(f_and(guard, value) for guard, value in w.returns if value is not None))
+    if need == TRUE:
+        return None
+    bare = {n.id for n in own if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    shared = {n.attr for n in own if isinstance(n, ast.Attribute) and ref_chain(n) is not None} | {
+        n.args[1].value for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr"
+        and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)}
+    keep = (shared - bare) | {"@first", "@last"}
+    return _rename(need, lambda a: a if a in keep else f"{fn.name}@{a}")
+
+
+def _rename(f, how) -> tuple:
+    k = f[0]
+    if k == "a":
+        return ("a", how(f[1]))
+    if k == "not":
+        return ("not", _rename(f[1], how))
+    if k in ("and", "or"):
+        return (k, tuple(_rename(g, how) for g in f[1]))
+    return f
 
 
 # -- judging -----------------------------------------------------------------------------------
@@ -655,6 +735,118 @@ class RankFacts:
         result = (f_or(*conds), where)
         self._memo[mkey] = result
         return result
+
+    def satisfying(self, f, local, cls: str | None, fline: int):
+        """:func:`satisfying` of ``f`` (which holds the guard ``local`` of a line of this file, in
+        the function at ``fline`` of class ``cls``), knowing what the boolean helpers of ``local``
+        imply (:meth:`atom_implies`); the assignment keeps only the atoms of ``f``."""
+        extra = []
+        for a in sorted(_atoms(local, set()) - {"@first", "@last"}):
+            need = self.atom_implies(a, cls, fline)
+            if need is not None:
+                extra.append(f_or(f_not(("a", a)), need))
+        env = satisfying(f_and(f, *extra))
+        if env is None or not extra:
+            return env
+        keep = _atoms(f, set()) | {"@first", "@last"}
+        return {k: v for k, v in env.items() if k in keep}
+
+    def atom_implies(self, atom: str, cls: str | None, fline: int):
+        """What a guard atom of this file implies, from the ``return``s of the helper that makes
+        it (:func:`truthy_only_when`, recorded as the module's ``helpers``): a call of a plain
+        function (``model_should_use_tied_lm_head(config, quant_config)``, the text of the atom,
+        also through a local flag), or an attribute that the analysed tree assigns exactly once,
+        from such a call (``self.use_tied_lm_head = model_should_use_tied_lm_head(...)``, Aphrodite
+        0.24.1 llama.py:477).  ``None`` when it implies nothing known."""
+        memo = self._memo.setdefault("implies", {})
+        key = (self.ctx.module, atom, cls, fline)
+        if key not in memo:
+            try:
+                memo[key] = self._atom_implies(atom, cls, fline)
+            except Exception:
+                memo[key] = None
+        return memo[key]
+
+    def _helper(self, module: str, callee: str):
+        sym = self.r.resolve_dotted(module, callee)
+        if sym is None or sym[0] != "function":
+            return None
+        return (self.module_facts(sym[1]) or {}).get("helpers", {}).get(sym[2])
+
+    def _atom_implies(self, atom: str, cls: str | None, fline: int):
+        if not atom.isidentifier():
+            try:
+                node = ast.parse(atom, mode="eval").body
+            except SyntaxError:
+                return None
+            callee = dotted_name(node.func) if isinstance(node, ast.Call) else None
+            return self._helper(self.ctx.module, callee) if callee else None
+        # an attribute: never a parameter, local or module-level name of the line's code
+        from .index.summary import scopes_by_line
+
+        summary = self.ctx.summary
+        scope = scopes_by_line(summary).get((cls, fline))
+        if scope is None or atom in scope["params"] or atom in scope["locals"]:
+            return None
+        if any(atom in summary.get(k, ()) for k in ("imports", "aliases", "classes", "functions", "tables")):
+            return None
+        return self._unique_attribute_helper(atom)
+
+    def _unique_attribute_helper(self, attr: str):
+        """What ``x.<attr>`` implies when every store of it in the checked tree is a
+        ``self.<attr> = helper(...)`` of a checked file, ``helper`` having a known condition (the
+        disjunction of those conditions), and no class defines it in its body: the text of every
+        ``.py`` file under the checked root holds no other store of ``.<attr>`` (nor a ``setattr``
+        naming it)."""
+        memo = self._memo.setdefault("unique-attr", {})
+        if attr in memo:
+            return memo[attr]
+        memo[attr] = None
+        needs = []
+        for st in self.ctx.checked:
+            for crec in (st.summary or {}).get("classes", {}).values():
+                if attr in crec["body_names"] or attr in crec["properties"] or attr in crec["methods"]:
+                    return None
+                for scope in crec["methods"].values():
+                    for _line, descs in scope["assigns"].get(attr, ()):
+                        if len(descs) != 1 or descs[0][0] != "call":
+                            return None
+                        need = self._helper(st.module, descs[0][1])
+                        if need is None:
+                            return None
+                        needs.append(need)
+        if not needs or self._stores_elsewhere(attr) != len(needs):
+            return None
+        memo[attr] = f_or(*dict.fromkeys(needs))
+        return memo[attr]
+
+    def _stores_elsewhere(self, attr: str) -> int:
+        """How many stores of ``.<attr>`` (``x.attr = ``, ``x.attr += ``, ``setattr(x, "attr"``)
+        the ``.py`` files under the checked file's root hold (the file stats are recorded: the
+        result depends on them)."""
+        import os
+        import re
+
+        pat = re.compile(rb"\." + re.escape(attr.encode()) + rb"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
+                         rb"|setattr\([^,()]+,\s*[\"']" + re.escape(attr.encode()) + rb"[\"']")
+        needle = attr.encode()
+        count = 0
+        for d, dirs, files in os.walk(self.ctx.file.root):
+            dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
+            for n in sorted(files):
+                if not n.endswith(".py"):
+                    continue
+                path = os.path.join(d, n)
+                try:
+                    stat = os.stat(path)
+                    self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                    with open(path, "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    return -1
+                if needle in data:
+                    count += len(pat.findall(data))
+        return count
 
     def module_runs_under_pp(self, module: str) -> bool:
         """False when the model registry lists classes of ``module`` and none of them has

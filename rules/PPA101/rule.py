@@ -57,7 +57,7 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
             # helper such as pp_stage_needs_embedding): judged only where every rank runs the line
             return None
         use_guard = ranks.f_and(guard, ranks.LAST) if kind == "alias" else guard
-        env = ranks.satisfying(ranks.f_and(use_guard, cond))
+        env = rf.satisfying(ranks.f_and(use_guard, cond), guard, cls, fline)
         if env is None:
             return None
         recv = ".".join(chain)

@@ -37,7 +37,7 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         # slot 0 is a placeholder on every rank but the first, the last slot on every rank but the
         # last, another constant slot on every rank that does not own it
         fails_when = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
-        env = ranks.satisfying(ranks.f_and(guard, fails_when[index_kind]))
+        env = rf.satisfying(ranks.f_and(guard, fails_when[index_kind]), guard, cls, fline)
         if env is None:
             return None
         recv, lst = ".".join(chain[:-1]), chain[-1]

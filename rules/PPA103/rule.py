@@ -81,7 +81,7 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         owners, how = rf.list_owners(chain, cls, fline)
         if not owners:
             return None
-        env = ranks.satisfying(guard)
+        env = rf.satisfying(guard, guard, cls, fline)
         if env is None:
             return None
         recv, lst = ".".join(chain[:-1]), chain[-1]
