@@ -111,10 +111,18 @@ SET_BY_ENGINE = frozenset({"lm_head"})
 # a placeholder is never reached on a rank that has one
 SPEC_DECODE_ONLY_METHODS = frozenset({"get_embed_and_head", "set_embed_and_head", "get_embed", "set_embed",
                                       "get_embed_and_head_for_draft"})
-# methods only features that refuse pipeline parallelism call: elastic expert parallelism calls
-# update_physical_experts_metadata, and vllm/config/parallel.py raises "Elastic EP is not
-# supported with pipeline parallelism" (vLLM 0.32.0)
-NOT_RUN_UNDER_PP_METHODS = SPEC_DECODE_ONLY_METHODS | {"update_physical_experts_metadata"}
+# methods that only speculative decoding calls never run under PP (above)
+NOT_RUN_UNDER_PP_METHODS = SPEC_DECODE_ONLY_METHODS
+# methods that only a feature calls, with the config flag that turns the feature on: elastic expert
+# parallelism calls update_physical_experts_metadata.  Whether the feature refuses pipeline
+# parallelism is read from the analysed tree (ranks.RankFacts.feature_refuses_pp): vLLM 0.21.0+
+# raise "Elastic EP is not supported with pipeline parallelism" in vllm/config/parallel.py
+# (`if self.enable_elastic_ep: ... if self.pipeline_parallel_size > 1: raise`), and so does
+# Aphrodite 0.24.1 (aphrodite/config/parallel.py:840); vLLM 0.10.0 has no such refusal (its
+# vllm/config.py never names the flag), so there the method runs under PP like any other.
+FEATURE_ONLY_METHODS = {"update_physical_experts_metadata": "enable_elastic_ep"}
+# where a tree validates its parallel configuration ({top}: its top-level package), first found wins
+PARALLEL_CONFIG_MODULES = ("{top}.config.parallel", "{top}.config")
 # the registry table of speculative-decoding drafters (vllm/model_executor/models/registry.py): a
 # drafter runs on one rank and never receives intermediate tensors
 DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"

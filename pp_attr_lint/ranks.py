@@ -551,13 +551,18 @@ def collect(tree: ast.Module, lines) -> dict | None:
 
 
 class _ReturnWalker(_Walker):
-    """A :class:`_Walker` that records the guard of every ``return`` of a function."""
+    """A :class:`_Walker` that records the guard of every ``return`` of a function (with the
+    returned value's formula) and of every ``raise``."""
 
     def __init__(self, lines, fn):
         super().__init__(lines, {"assigns": [], "lists": [], "uses": []}, None, fn, frozenset())
         self.returns: list = []
+        self.raises: list = []
 
     def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        if isinstance(stmt, ast.Raise):
+            self.raises.append(guard)
+            return
         if isinstance(stmt, ast.Return):
             value = stmt.value
             if value is None or (isinstance(value, ast.Constant) and not value.value):
@@ -847,6 +852,60 @@ class RankFacts:
                 if needle in data:
                     count += len(pat.findall(data))
         return count
+
+    def feature_refuses_pp(self, flag: str):
+        """Whether the analysed tree refuses pipeline parallelism whenever the config flag ``flag``
+        is on: some function of its parallel configuration module (the first of
+        :data:`~pp_attr_lint.facts.PARALLEL_CONFIG_MODULES` it holds, for this file's top-level
+        package) that tests ``pipeline_parallel_size`` raises on every path where ``flag`` holds
+        under PP (``pipeline_parallel_size > 1`` is true there; the guards of its ``raise``
+        statements cover ``flag``).  ``None`` when no such module is found: it cannot be told."""
+        memo = self._memo.setdefault("refuses", {})
+        top = self.ctx.module.split(".", 1)[0]
+        if (top, flag) in memo:
+            return memo[(top, flag)]
+        from .index.spec import LineIndex
+        from .textio import read_source
+
+        answer = None
+        for pattern in F.PARALLEL_CONFIG_MODULES:
+            module = pattern.replace("{top}", top)
+            path = self.ctx.project.path(module) if self.ctx.project.summary(module) is not None else None
+            if not path:
+                continue
+            try:
+                import os
+
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                text = read_source(path).text
+                tree = ast.parse(text)
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                break  # found but unreadable: cannot be told
+            answer = False
+            lines = LineIndex(text)
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+                if flag not in body or "pipeline_parallel_size" not in body:
+                    continue
+                w = _ReturnWalker(lines, fn)
+                w.block(fn.body, TRUE, frozenset(), False, {})
+                # the raises under the flag; leaving the others out only makes a refusal harder to show
+                raises = [g for g in w.raises if flag in _atoms(g, set())]
+                uncovered = f_and(("a", flag), f_not(f_or(*raises)))
+                if not raises:
+                    continue
+                if len(_atoms(uncovered, set()) - {"@first", "@last"}) > 16:
+                    answer = None  # too many tests to enumerate: cannot be told
+                    continue
+                if satisfying(uncovered) is None:
+                    answer = True
+                    break
+            break
+        memo[(top, flag)] = answer
+        return answer
 
     def module_runs_under_pp(self, module: str) -> bool:
         """False when the model registry lists classes of ``module`` and none of them has

@@ -39,7 +39,18 @@ class PlaceholderRule:
         out = []
         for use in mf["uses"]:
             if use[0] in self.kinds and not use[7]:
+                flag = F.FEATURE_ONLY_METHODS.get(ctx.summary_function_name(use[1], use[2]) or "")
+                refused = rf.feature_refuses_pp(flag) if flag else False
+                if refused:
+                    continue  # only a feature that refuses pipeline parallelism calls the method
                 f = self.judge(ctx, rf, safe, *use)
+                if f is not None and refused is None:
+                    from ..model import NotJudged
+
+                    f = NotJudged(code=self.code, reason="module-not-found", path=ctx.file.path,
+                                  row=use[5][0], column=use[5][1] + 1,
+                                  detail=f"whether `{flag}` refuses pipeline parallelism: no parallel configuration "
+                                  f"module of `{ctx.module.split('.', 1)[0]}` was found")
                 if f is not None:
                     out.append(f)
         return out

@@ -66,7 +66,8 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         seen: set = set()
         out = []
         for f in super().check(ctx):
-            key = tuple(f.fix_data["iter"])
+            fix_data = getattr(f, "fix_data", None)  # a NotJudged record has none
+            key = tuple(fix_data["iter"]) if fix_data else ("not-judged", f.row, f.column)
             if key not in seen:
                 seen.add(key)
                 out.append(f)
