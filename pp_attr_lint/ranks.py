@@ -43,6 +43,8 @@ LAST_RANK_ATTRS = frozenset({"lm_head"})
 # methods that read attributes of their argument: ParallelLMHead.tie_weights(embed_tokens) reads
 # `embed_tokens.weight` (vllm/model_executor/layers/vocab_parallel_embedding.py)
 ARG_READERS = {"tie_weights": "weight"}
+# the most files holding a method's name that RankFacts.caller_rank reads to follow its callers
+MAX_CALLER_FILES = 200
 
 
 # -- formulas ----------------------------------------------------------------------------------
@@ -573,6 +575,44 @@ class _ReturnWalker(_Walker):
         super().stmt(stmt, guard, guarded, protected, loops)
 
 
+class _CallWalker(_Walker):
+    """A :class:`_Walker` that records the guard of the calls ``targets`` (node ids) of a function."""
+
+    def __init__(self, lines, fn, targets: set):
+        super().__init__(lines, {"assigns": [], "lists": [], "uses": []}, None, fn, frozenset())
+        self.targets = targets
+        self.found: dict = {}
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        if id(node) in self.targets:
+            self.found[id(node)] = guard
+        super().expr(node, guard, guarded, protected, loops)
+
+
+def _accepts(fn: ast.FunctionDef, call: ast.Call) -> bool:
+    """Whether a call through an instance (``x.m(...)``) can bind to the method ``fn``'s
+    parameters; ``True`` when it cannot be told (``*args``, ``**kwargs``)."""
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args][1:]  # after self
+    keywords = set(positional) - {p.arg for p in a.posonlyargs} | {p.arg for p in a.kwonlyargs}
+    if a.kwarg is None and any(k.arg is not None and k.arg not in keywords for k in call.keywords):
+        return False  # a keyword the method does not have
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    n = len(call.args)
+    if n > len(positional) and a.vararg is None:
+        return False
+    names = set(positional[n:]) - {p.arg for p in a.posonlyargs} | {p.arg for p in a.kwonlyargs}
+    bound = set(positional[:n])
+    for k in call.keywords:
+        if k.arg in bound or (k.arg not in names and a.kwarg is None):
+            return False
+        bound.add(k.arg)
+    required = positional[:len(positional) - len(a.defaults)]
+    required += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    return all(r in bound for r in required)
+
+
 def _own_nodes(fn):
     """The nodes of ``fn``'s body outside nested functions, lambdas and classes."""
     todo = list(fn.body)
@@ -852,6 +892,252 @@ class RankFacts:
                 if needle in data:
                     count += len(pat.findall(data))
         return count
+
+    def caller_rank(self, cls: str, fname: str) -> tuple | None:
+        """``LAST`` (or ``FIRST``) when every call of method ``fname`` of class ``cls`` (of this
+        file) that the checked tree holds runs only on that rank, from the call chain: each
+        ``x.fname(...)`` of any ``.py`` file under the checked root either cannot be a call of it
+        (``self.fname(...)`` in a class unrelated to ``cls``, arguments the method cannot take) or
+        is guarded by the rank there (``if not self.is_last_pp_rank: return``; an attribute that
+        the tree only ever assigns a rank test counts as that test), or sits in a method whose
+        own callers are (up to 3 calls deep).  vLLM 0.33.0: ``compute_logits_local`` is called
+        only from ``GPUModelRunner.sample``, called only after ``sample_tokens`` returned on every
+        rank but the last.  ``None`` when not every use of the name is such a call, or not known."""
+        memo = self._memo.setdefault("caller-rank", {})
+        key = (self.ctx.module, cls, fname)
+        if key not in memo:
+            memo[key] = None
+            try:
+                for rank in (LAST, FIRST):
+                    if self._only_on(rank, (self.ctx.module, cls), fname, 0):
+                        memo[key] = rank
+                        break
+            except Exception:
+                memo[key] = None
+        return memo[key]
+
+    def _tree_files(self, *needles: bytes) -> list | None:
+        """``(path, module, tree, lines)`` of the ``.py`` files under the checked root whose bytes
+        hold one of ``needles`` (parsed; the stats of every file are recorded); ``None`` when one
+        cannot be read or parsed."""
+        import os
+
+        from .index.spec import LineIndex
+
+        root = self.ctx.file.root
+        paths = self._memo.get(("tree-files", root))
+        if paths is None:
+            paths = []
+            for d, dirs, files in os.walk(root):
+                dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
+                paths += [os.path.join(d, n) for n in sorted(files) if n.endswith(".py")]
+            self._memo[("tree-files", root)] = paths
+        by_needle = self._memo.setdefault("needle-files", {})
+        if (root, needles) in by_needle:
+            return by_needle[(root, needles)]
+        by_needle[(root, needles)] = None
+        parsed = self._memo.setdefault("parsed", {})
+        out = []
+        for path in paths:
+            try:
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            if not any(n in data for n in needles):
+                continue
+            if path not in parsed:
+                try:
+                    text = data.decode("utf-8")
+                    rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                    module = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+                    parsed[path] = (path, module, ast.parse(text), LineIndex(text))
+                except (SyntaxError, UnicodeDecodeError, ValueError):
+                    parsed[path] = None
+            if parsed[path] is None:
+                return None
+            out.append(parsed[path])
+        by_needle[(root, needles)] = out
+        return out
+
+    def _unrelated(self, module: str, parents: dict, attr_node: ast.Attribute, key, related: set) -> bool:
+        """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``, in a
+        method of a top-level class of ``module``) is known to hold only classes that are neither
+        ``key``, its bases nor its subclasses."""
+        from .index.summary import scopes_by_line
+
+        recv = attr_node.value
+        chain = ref_chain(recv)
+        fn = parents.get(attr_node)
+        while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            fn = parents.get(fn)
+        owner = parents.get(fn) if fn is not None else None
+        if not isinstance(owner, ast.ClassDef) or not fn.args.args:
+            return False
+        summary = self.ctx.project.summary(module)
+        if summary is None or owner.name not in summary["classes"]:
+            return False
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" and not recv.args:
+            chain = (fn.args.args[0].arg,)  # `super().fname`: a class on the owner's MRO
+        if chain is None:
+            return False
+        scope = scopes_by_line(summary).get((owner.name, fn.lineno))
+        if scope is None or chain[0] != fn.args.args[0].arg:
+            return False
+        try:
+            cands = self.r.chain_candidates(tuple(chain), module, (module, owner.name), scope)
+            if not cands or any(c[0] == "<external>" or c[1] is None for c in cands):
+                return False
+            for c in cands:
+                if c == ("builtins", "None"):
+                    continue  # `None.fname` raises before any call
+                if c == tuple(key) or c in related or tuple(key) in set(self.r.mro(c)):
+                    return False
+        except Exception:
+            return False
+        return True
+
+    def _parents(self, path: str, tree) -> dict:
+        got = self._memo.setdefault("parents", {}).get(path)
+        if got is None:
+            got = {c: node for node in ast.walk(tree) for c in ast.iter_child_nodes(node)}
+            self._memo["parents"][path] = got
+        return got
+
+    def rank_alias(self, attr: str) -> tuple | None:
+        """``LAST`` / ``FIRST`` when every store of ``.<attr>`` under the checked root is
+        ``self.<attr> = <rank test>`` (``self.is_last_pp_rank = get_pp_group().is_last_rank``,
+        vLLM's GPU model runner) and nothing else there defines that name (a method, a class
+        attribute); ``None`` otherwise."""
+        memo = self._memo.setdefault("rank-alias", {})
+        if attr in memo:
+            return memo[attr]
+        memo[attr] = None
+        import re
+
+        files = self._tree_files(attr.encode())
+        if not files:
+            return None
+        pat = re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
+                         r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
+        values = set()
+        for _path, _module, tree, lines in files:
+            stores = 0
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
+                    return None
+                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
+                    return None
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        if isinstance(t, ast.Attribute) and t.attr == attr:
+                            stores += 1
+                            values.add(formula(node.value))
+            text = "".join(lines.lines)
+            if len(pat.findall(text)) != stores:
+                return None  # another kind of store (augmented, setattr, a tuple target)
+        if len(values) == 1 and next(iter(values)) in (LAST, FIRST):
+            memo[attr] = next(iter(values))
+        return memo[attr]
+
+    def _only_on(self, rank, key, fname: str, depth: int, active: frozenset = frozenset()) -> bool:
+        """Whether every call of method ``fname`` of class ``key`` runs only on ``rank`` (see
+        :meth:`caller_rank`).  A call from a method already being asked about (a wrapper's
+        ``compute_logits_local`` delegating to its language model's) adds no way in: the chain
+        enters through the other callers, which are asked."""
+        if (tuple(key), fname) in active:
+            return True
+        memo = self._memo.setdefault("only-on", {})
+        mkey = (rank, tuple(key), fname)
+        if mkey in memo:
+            return memo[mkey]
+        active = active | {(tuple(key), fname)}
+        if depth > 3:
+            return False
+        got = self._only_on_uncached(rank, key, fname, depth, active)
+        if len(active) == 1:
+            memo[mkey] = got  # an answer that assumed no other question open
+        return got
+
+    def _only_on_uncached(self, rank, key, fname: str, depth: int, active: frozenset) -> bool:
+        if fname in F.ENGINE_METHODS and fname not in F.RANK_OF_METHOD:
+            return False  # the engine calls it on every rank
+        try:
+            mro = self.r.mro(key)
+            crec = self.r.class_record(key)
+        except Exception:
+            return False
+        if fname not in crec["methods"]:
+            return False
+        name = fname.encode()
+        # a call or read `x.fname`, a name in a string (`getattr(x, "fname")`), the method itself
+        files = self._tree_files(b"." + name, b'"' + name + b'"', b"'" + name + b"'", b"def " + name)
+        if files is None or len(files) > MAX_CALLER_FILES:
+            return False  # not readable, or a name too common to follow: not established
+        related = {e for e in mro if e[0] != "<external>"}
+        target = None
+        calls = 0
+        for path, module, tree, lines in files:
+            parents = self._parents(path, tree)
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and node.value == fname:
+                    p = parents.get(node)
+                    if not (isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "hasattr"):
+                        return False  # getattr(x, "name"), a table of names: a call not seen
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fname \
+                        and module == key[0] and isinstance(parents.get(node), ast.ClassDef) \
+                        and parents[node].name == key[1]:
+                    target = node
+                if not (isinstance(node, ast.Attribute) and node.attr == fname):
+                    continue
+                call = parents.get(node)
+                if not (isinstance(call, ast.Call) and call.func is node):
+                    if self._unrelated(module, parents, node, key, related):
+                        continue  # `partial(self.sampler.sample, ...)`: another class's method
+                    return False  # the method is read, not called: it may be called elsewhere
+                calls += 1
+        if target is None:
+            return False
+        for path, module, tree, lines in files:
+            parents = self._parents(path, tree)
+            by_fn: dict = {}
+            for node in ast.walk(tree):
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == fname):
+                    continue
+                if not _accepts(target, node):
+                    continue  # arguments the method cannot take: not a call of it
+                fn, owner = parents.get(node), None
+                while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    fn = parents.get(fn)
+                if fn is None:
+                    return False  # a call at module level
+                cls = parents.get(fn)
+                owner = cls.name if isinstance(cls, ast.ClassDef) and cls in tree.body else None
+                if self._unrelated(module, parents, node.func, key, related):
+                    continue  # `self.fname(...)` or `self.x.fname(...)` of a class unrelated to `key`
+                by_fn.setdefault(fn, (owner, []))[1].append(node)
+            for fn, (owner, nodes) in by_fn.items():
+                w = _CallWalker(lines, fn, {id(n) for n in nodes})
+                w.block(fn.body, TRUE, frozenset(), False, {})
+                if len(w.found) != len(nodes):
+                    return False
+                for guard in w.found.values():
+                    g = guard
+                    for a in sorted(_atoms(guard, set()) - {"@first", "@last"}):
+                        alias = self.rank_alias(a)
+                        if alias is not None:
+                            g = _substitute(g, a, alias)
+                    if satisfying(f_and(g, f_not(rank))) is None:
+                        continue
+                    # a method of the same name forwarding the call (a wrapper's compute_logits_local)
+                    # is not a step further away from the engine
+                    deeper = depth if fn.name == fname else depth + 1
+                    if owner is None or not self._only_on(rank, (module, owner), fn.name, deeper, active):
+                        return False
+        return calls > 0
 
     def feature_refuses_pp(self, flag: str):
         """Whether the analysed tree refuses pipeline parallelism whenever the config flag ``flag``
@@ -1147,6 +1433,31 @@ class RankFacts:
         (module, _cls), line = entry_line
         path = self.ctx.project.path(module)
         return f"{display_path(path) if path else module}:{line}"
+
+
+def _substitute(f, atom: str, by) -> tuple:
+    """``f`` with the atom ``atom`` replaced by the formula ``by``."""
+    k = f[0]
+    if k == "a":
+        return by if f[1] == atom else f
+    if k == "not":
+        return f_not(_substitute(f[1], atom, by))
+    if k == "and":
+        return f_and(*(_substitute(g, atom, by) for g in f[1]))
+    if k == "or":
+        return f_or(*(_substitute(g, atom, by) for g in f[1]))
+    return f
+
+
+def _target_names_of(stmt) -> set:
+    """The plain names a class-body statement binds (``x = ...``, ``x: T = ...``, ``def x``)."""
+    if isinstance(stmt, ast.Assign):
+        return {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return {stmt.target.id}
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {stmt.name}
+    return set()
 
 
 def _init_line(r, entry) -> int | None:

@@ -81,3 +81,17 @@ def test_the_value_is_read_where_it_is_returned():
     """)
     # `return ok` returns the parameter, not the later `config.tie_word_embeddings`
     assert ranks.satisfying(ranks.f_and(need, ranks.f_not(("a", "tie_word_embeddings")))) is not None
+
+
+@pytest.mark.parametrize("call, ok", [
+    ("x.sample(h, b)", True),
+    ("x.sample(h, batch=b)", True),
+    ("x.sample(h)", False),  # `batch` is required
+    ("x.sample(h, b, c, d)", False),  # one argument too many
+    ("x.sample(range(4), k=2)", False),  # no parameter `k`
+    ("x.sample(*args)", True),  # cannot be told
+    ("x.sample(num_requests=1, **kw)", False),  # `num_requests` is no parameter, whatever `kw` holds
+])
+def test_which_calls_can_bind_to_a_method(call, ok):
+    fn = ast.parse("def sample(self, hidden_states, batch, grammar=None):\n    pass\n").body[0]
+    assert ranks._accepts(fn, ast.parse(call, mode="eval").body) is ok

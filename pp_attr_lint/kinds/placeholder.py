@@ -44,6 +44,13 @@ class PlaceholderRule:
                 if refused:
                     continue  # only a feature that refuses pipeline parallelism calls the method
                 f = self.judge(ctx, rf, safe, *use)
+                fname = ctx.summary_function_name(use[1], use[2]) if f is not None and use[1] else None
+                if fname and fname not in F.RANK_OF_METHOD and not fname.startswith("__"):
+                    rank = rf.caller_rank(use[1], fname)  # every caller runs on one rank
+                    if rank is not None:
+                        from .. import ranks
+
+                        f = self.judge(ctx, rf, safe, *use[:6], ranks.f_and(use[6], rank), *use[7:])
                 if f is not None and refused is None:
                     from ..model import NotJudged
 
