@@ -962,18 +962,15 @@ class RankFacts:
         by_needle[(root, needles)] = out
         return out
 
-    def _unrelated(self, module: str, parents: dict, attr_node: ast.Attribute, key, related: set) -> bool:
-        """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``, in a
-        method of a top-level class of ``module``) is known to hold only classes that are neither
-        ``key``, its bases nor its subclasses."""
+    def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
+        """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``,
+        ``super().fname`` in the method ``fn`` of ``owner``, a top-level class of ``module``) is
+        known to hold only classes that are neither ``key``, its bases nor its subclasses, nor
+        share a subclass with it among the checked classes."""
         from .index.summary import scopes_by_line
 
         recv = attr_node.value
         chain = ref_chain(recv)
-        fn = parents.get(attr_node)
-        while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            fn = parents.get(fn)
-        owner = parents.get(fn) if fn is not None else None
         if not isinstance(owner, ast.ClassDef) or not fn.args.args:
             return False
         summary = self.ctx.project.summary(module)
@@ -995,16 +992,187 @@ class RankFacts:
                     continue  # `None.fname` raises before any call
                 if c == tuple(key) or c in related or tuple(key) in set(self.r.mro(c)):
                     return False
+                if self._share_subclass(c[1], key[1]):
+                    return False  # some class of the tree may have both on its MRO (a mixin)
         except Exception:
             return False
         return True
 
-    def _parents(self, path: str, tree) -> dict:
-        got = self._memo.setdefault("parents", {}).get(path)
+    def _share_subclass(self, a: str, b: str) -> bool:
+        """Whether some class under the checked root may have both the classes named ``a`` and
+        ``b`` on its MRO, by name (``class X(A, ...)`` headers read from the files' text, every
+        name that subclasses one of them counted): ``True`` when the files cannot be read."""
+        graph = self._class_graph()
+        if graph is None:
+            return True
+
+        def down(name):
+            seen, todo = {name}, [name]
+            while todo:
+                for sub in graph.get(todo.pop(), ()):
+                    if sub not in seen:
+                        seen.add(sub)
+                        todo.append(sub)
+            return seen
+
+        a, b = a.rsplit(".", 1)[-1], b.rsplit(".", 1)[-1]
+        return bool(down(a) & down(b))
+
+    def _class_graph(self) -> dict | None:
+        """Base name -> the names of the classes that list it, over every ``.py`` file under the
+        checked root (memoized)."""
+        import os
+        import re
+
+        if "class-graph" in self._memo:
+            return self._memo["class-graph"]
+        self._memo["class-graph"] = None
+        header = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+        graph: dict = {}
+        for d, dirs, files in os.walk(self.ctx.file.root):
+            dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
+            for n in sorted(files):
+                if not n.endswith(".py"):
+                    continue
+                try:
+                    with open(os.path.join(d, n), "rb") as fh:
+                        data = fh.read()
+                except OSError:
+                    return None
+                for m in header.finditer(data):
+                    for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2)):
+                        graph.setdefault(base.decode(), set()).add(m.group(1).decode())
+        self._memo["class-graph"] = graph
+        return graph
+
+    def _tree_files(self, *needles: bytes) -> list | None:
+        """``(path, module, tree, lines)`` of the ``.py`` files under the checked root whose bytes
+        hold one of ``needles`` (parsed; the stats of every file are recorded); ``None`` when one
+        cannot be read or parsed."""
+        import os
+
+        from .index.spec import LineIndex
+
+        root = self.ctx.file.root
+        paths = self._memo.get(("tree-files", root))
+        if paths is None:
+            paths = []
+            for d, dirs, files in os.walk(root):
+                dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
+                paths += [os.path.join(d, n) for n in sorted(files) if n.endswith(".py")]
+            self._memo[("tree-files", root)] = paths
+        by_needle = self._memo.setdefault("needle-files", {})
+        if (root, needles) in by_needle:
+            return by_needle[(root, needles)]
+        by_needle[(root, needles)] = None
+        parsed = self._memo.setdefault("parsed", {})
+        out = []
+        for path in paths:
+            try:
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            if not any(n in data for n in needles):
+                continue
+            if path not in parsed:
+                try:
+                    text = data.decode("utf-8")
+                    rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
+                    module = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+                    parsed[path] = (path, module, ast.parse(text), LineIndex(text))
+                except (SyntaxError, UnicodeDecodeError, ValueError):
+                    parsed[path] = None
+            if parsed[path] is None:
+                return None
+            out.append(parsed[path])
+        by_needle[(root, needles)] = out
+        return out
+
+    def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
+        """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``,
+        ``super().fname`` in the method ``fn`` of ``owner``, a top-level class of ``module``) is
+        known to hold only classes that are neither ``key``, its bases nor its subclasses, nor
+        share a subclass with it among the checked classes."""
+        from .index.summary import scopes_by_line
+
+        recv = attr_node.value
+        chain = ref_chain(recv)
+        if not isinstance(owner, ast.ClassDef) or not fn.args.args:
+            return False
+        summary = self.ctx.project.summary(module)
+        if summary is None or owner.name not in summary["classes"]:
+            return False
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" and not recv.args:
+            chain = (fn.args.args[0].arg,)  # `super().fname`: a class on the owner's MRO
+        if chain is None:
+            return False
+        scope = scopes_by_line(summary).get((owner.name, fn.lineno))
+        if scope is None or chain[0] != fn.args.args[0].arg:
+            return False
+        try:
+            cands = self.r.chain_candidates(tuple(chain), module, (module, owner.name), scope)
+            if not cands or any(c[0] == "<external>" or c[1] is None for c in cands):
+                return False
+            for c in cands:
+                if c == ("builtins", "None"):
+                    continue  # `None.fname` raises before any call
+                if c == tuple(key) or c in related or tuple(key) in set(self.r.mro(c)):
+                    return False
+                if self._share_subclass(c[1], key[1]):
+                    return False  # some class of the tree may have both on its MRO (a mixin)
+        except Exception:
+            return False
+        return True
+
+    def _joint_classes(self) -> set:
+        """``(a, b)`` for every two project classes some class of the checked files has on its MRO."""
+        got = self._memo.get("joint")
         if got is None:
-            got = {c: node for node in ast.walk(tree) for c in ast.iter_child_nodes(node)}
-            self._memo["parents"][path] = got
+            got = set()
+            for st in self.ctx.checked:
+                for cname in (st.summary or {}).get("classes", {}):
+                    try:
+                        mro = [e for e in self.r.mro((st.module, cname)) if e[0] != "<external>"]
+                    except Exception:
+                        continue
+                    got.update((a, b) for a in mro for b in mro if a != b)
+            self._memo["joint"] = got
         return got
+
+    def _index(self, path: str, tree) -> tuple:
+        """One walk of a parsed file: ``(strings, defs, attrs)``, each a name -> list:
+        ``(constant, parent)`` of its string constants, ``(function, parent)`` of its function
+        definitions, ``(attribute, parent, enclosing function, under a lambda)`` of its attribute
+        nodes (memoized per file)."""
+        from .index.summary import child_nodes
+
+        memo = self._memo.setdefault("file-index", {})
+        if path in memo:
+            return memo[path]
+        strings: dict = {}
+        defs: dict = {}
+        attrs: dict = {}
+        stack = [(tree, None, None, False)]
+        while stack:
+            node, parent, fn, lam = stack.pop()
+            if isinstance(node, ast.Constant):
+                if isinstance(node.value, str):
+                    strings.setdefault(node.value, []).append((node, parent))
+                continue
+            if isinstance(node, ast.Attribute):
+                attrs.setdefault(node.attr, []).append((node, parent, fn, lam))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs.setdefault(node.name, []).append((node, parent))
+                fn, lam = node, False
+            elif isinstance(node, ast.Lambda):
+                lam = True
+            for c in child_nodes(node):
+                stack.append((c, node, fn, lam))
+        memo[path] = (strings, defs, attrs)
+        return memo[path]
 
     def rank_alias(self, attr: str) -> tuple | None:
         """``LAST`` / ``FIRST`` when every store of ``.<attr>`` under the checked root is
@@ -1024,12 +1192,14 @@ class RankFacts:
                          r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
         values = set()
         for _path, _module, tree, lines in files:
-            stores = 0
+            stores = every = 0
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
                     return None
                 if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
                     return None
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    every += 1
                 if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                     for t in targets:
@@ -1037,8 +1207,8 @@ class RankFacts:
                             stores += 1
                             values.add(formula(node.value))
             text = "".join(lines.lines)
-            if len(pat.findall(text)) != stores:
-                return None  # another kind of store (augmented, setattr, a tuple target)
+            if every != stores or len(pat.findall(text)) != stores:
+                return None  # another kind of store (augmented, a tuple target, setattr)
         if len(values) == 1 and next(iter(values)) in (LAST, FIRST):
             memo[attr] = next(iter(values))
         return memo[attr]
@@ -1079,65 +1249,58 @@ class RankFacts:
             return False  # not readable, or a name too common to follow: not established
         related = {e for e in mro if e[0] != "<external>"}
         target = None
-        calls = 0
+        sites = []  # (module, lines, call, function, owner class or None)
         for path, module, tree, lines in files:
-            parents = self._parents(path, tree)
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Constant) and node.value == fname:
-                    p = parents.get(node)
-                    if not (isinstance(p, ast.Call) and isinstance(p.func, ast.Name) and p.func.id == "hasattr"):
-                        return False  # getattr(x, "name"), a table of names: a call not seen
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == fname \
-                        and module == key[0] and isinstance(parents.get(node), ast.ClassDef) \
-                        and parents[node].name == key[1]:
-                    target = node
-                if not (isinstance(node, ast.Attribute) and node.attr == fname):
-                    continue
-                call = parents.get(node)
-                if not (isinstance(call, ast.Call) and call.func is node):
-                    if self._unrelated(module, parents, node, key, related):
-                        continue  # `partial(self.sampler.sample, ...)`: another class's method
+            strings, defs, attrs = self._index(path, tree)
+            for _node, parent in strings.get(fname, ()):
+                if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "hasattr"):
+                    return False  # getattr(x, "name"), a table of names: a call not seen
+            owners = {}
+            for fn_node, parent in (d for ds in defs.values() for d in ds):
+                if isinstance(parent, ast.ClassDef) and parent in tree.body:
+                    owners[fn_node] = parent
+            for fn_node, parent in defs.get(fname, ()):
+                if module == key[0] and isinstance(parent, ast.ClassDef) and parent.name == key[1] and parent in tree.body:
+                    target = fn_node
+            for node, parent, fn, lam in attrs.get(fname, ()):
+                if not isinstance(node.ctx, ast.Load):
+                    return False  # the method is replaced somewhere
+                owner = owners.get(fn)
+                is_call = isinstance(parent, ast.Call) and parent.func is node
+                if (fn is not None and self._unrelated(module, fn, owner, node, key, related)):
+                    continue  # `self.x.fname` of a class unrelated to `key`
+                if not is_call:
                     return False  # the method is read, not called: it may be called elsewhere
-                calls += 1
+                sites.append((module, lines, parent, fn, owner, lam))
         if target is None:
             return False
-        for path, module, tree, lines in files:
-            parents = self._parents(path, tree)
-            by_fn: dict = {}
-            for node in ast.walk(tree):
-                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == fname):
+        sites = [site for site in sites if _accepts(target, site[2])]  # others cannot be calls of it
+        by_fn: dict = {}
+        for module, lines, call, fn, owner, lam in sites:
+            if lam:
+                return False  # a lambda runs where it is called, not where it is written
+            if fn is None:
+                return False  # a call at module level
+            by_fn.setdefault(fn, (module, lines, owner, []))[3].append(call)
+        for fn, (module, lines, owner, calls) in by_fn.items():
+            w = _CallWalker(lines, fn, {id(c) for c in calls})
+            w.block(fn.body, TRUE, frozenset(), False, {})
+            if len(w.found) != len(calls):
+                return False
+            for guard in w.found.values():
+                g = guard
+                for a in sorted(_atoms(guard, set()) - {"@first", "@last"}):
+                    alias = self.rank_alias(a)
+                    if alias is not None:
+                        g = _substitute(g, a, alias)
+                if satisfying(f_and(g, f_not(rank))) is None:
                     continue
-                if not _accepts(target, node):
-                    continue  # arguments the method cannot take: not a call of it
-                fn, owner = parents.get(node), None
-                while fn is not None and not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    fn = parents.get(fn)
-                if fn is None:
-                    return False  # a call at module level
-                cls = parents.get(fn)
-                owner = cls.name if isinstance(cls, ast.ClassDef) and cls in tree.body else None
-                if self._unrelated(module, parents, node.func, key, related):
-                    continue  # `self.fname(...)` or `self.x.fname(...)` of a class unrelated to `key`
-                by_fn.setdefault(fn, (owner, []))[1].append(node)
-            for fn, (owner, nodes) in by_fn.items():
-                w = _CallWalker(lines, fn, {id(n) for n in nodes})
-                w.block(fn.body, TRUE, frozenset(), False, {})
-                if len(w.found) != len(nodes):
+                # a method of the same name forwarding the call (a wrapper's compute_logits_local)
+                # is not a step further away from the engine
+                deeper = depth if fn.name == fname else depth + 1
+                if owner is None or not self._only_on(rank, (module, owner.name), fn.name, deeper, active):
                     return False
-                for guard in w.found.values():
-                    g = guard
-                    for a in sorted(_atoms(guard, set()) - {"@first", "@last"}):
-                        alias = self.rank_alias(a)
-                        if alias is not None:
-                            g = _substitute(g, a, alias)
-                    if satisfying(f_and(g, f_not(rank))) is None:
-                        continue
-                    # a method of the same name forwarding the call (a wrapper's compute_logits_local)
-                    # is not a step further away from the engine
-                    deeper = depth if fn.name == fname else depth + 1
-                    if owner is None or not self._only_on(rank, (module, owner), fn.name, deeper, active):
-                        return False
-        return calls > 0
+        return bool(sites)
 
     def feature_refuses_pp(self, flag: str):
         """Whether the analysed tree refuses pipeline parallelism whenever the config flag ``flag``

@@ -5,7 +5,7 @@ import random
 from types import SimpleNamespace
 
 from pkg.model import ForCausalLM
-from pkg.runner import Runner
+from pkg.runner import ProfilingRunner, Runner
 
 CONFIG = SimpleNamespace()
 
@@ -20,4 +20,8 @@ def profile():
     runner.profile()
 
 
-PROBES = [sample_tokens, profile]
+def profile_gather():
+    ProfilingRunner(ForCausalLM(CONFIG)).profile_gather([0.0])
+
+
+PROBES = [sample_tokens, profile, profile_gather]
