@@ -838,60 +838,46 @@ class RankFacts:
         return self._unique_attribute_helper(atom)
 
     def _unique_attribute_helper(self, attr: str):
-        """What ``x.<attr>`` implies when every store of it in the checked tree is a
-        ``self.<attr> = helper(...)`` of a checked file, ``helper`` having a known condition (the
-        disjunction of those conditions), and no class defines it in its body: the text of every
-        ``.py`` file under the checked root holds no other store of ``.<attr>`` (nor a ``setattr``
-        naming it)."""
+        """What ``x.<attr>`` implies when every store of it in the ``.py`` files under the checked
+        root is ``self.<attr> = helper(...)``, ``helper`` a plain function with a known condition
+        (the disjunction of those conditions), and no class there defines the name in its body or
+        as a method (``setattr`` naming it, a tuple target, an augmented store: nothing known)."""
+        import re
+
         memo = self._memo.setdefault("unique-attr", {})
         if attr in memo:
             return memo[attr]
         memo[attr] = None
+        files = self._tree_files(attr.encode())
+        if not files:
+            return None
+        pat = re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
+                         r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
         needs = []
-        for st in self.ctx.checked:
-            for crec in (st.summary or {}).get("classes", {}).values():
-                if attr in crec["body_names"] or attr in crec["properties"] or attr in crec["methods"]:
+        for _path, module, tree, lines in files:
+            every = plain = 0
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
                     return None
-                for scope in crec["methods"].values():
-                    for _line, descs in scope["assigns"].get(attr, ()):
-                        if len(descs) != 1 or descs[0][0] != "call":
-                            return None
-                        need = self._helper(st.module, descs[0][1])
-                        if need is None:
-                            return None
-                        needs.append(need)
-        if not needs or self._stores_elsewhere(attr) != len(needs):
+                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
+                    return None
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    every += 1
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
+                        and node.targets[0].attr == attr and isinstance(node.targets[0].value, ast.Name) \
+                        and node.targets[0].value.id == "self":
+                    callee = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
+                    need = self._helper(module, callee) if callee else None
+                    if need is None:
+                        return None
+                    plain += 1
+                    needs.append(need)
+            if every != plain or len(pat.findall("".join(lines.lines))) != plain:
+                return None
+        if not needs:
             return None
         memo[attr] = f_or(*dict.fromkeys(needs))
         return memo[attr]
-
-    def _stores_elsewhere(self, attr: str) -> int:
-        """How many stores of ``.<attr>`` (``x.attr = ``, ``x.attr += ``, ``setattr(x, "attr"``)
-        the ``.py`` files under the checked file's root hold (the file stats are recorded: the
-        result depends on them)."""
-        import os
-        import re
-
-        pat = re.compile(rb"\." + re.escape(attr.encode()) + rb"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
-                         rb"|setattr\([^,()]+,\s*[\"']" + re.escape(attr.encode()) + rb"[\"']")
-        needle = attr.encode()
-        count = 0
-        for d, dirs, files in os.walk(self.ctx.file.root):
-            dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
-            for n in sorted(files):
-                if not n.endswith(".py"):
-                    continue
-                path = os.path.join(d, n)
-                try:
-                    stat = os.stat(path)
-                    self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
-                    with open(path, "rb") as fh:
-                        data = fh.read()
-                except OSError:
-                    return -1
-                if needle in data:
-                    count += len(pat.findall(data))
-        return count
 
     def caller_rank(self, cls: str, fname: str) -> tuple | None:
         """``LAST`` (or ``FIRST``) when every call of method ``fname`` of class ``cls`` (of this
@@ -1368,8 +1354,20 @@ class RankFacts:
         memo = self._memo.setdefault("pp-modules", {})
         if module in memo:
             return memo[module]
-        registered = [(module, cls) for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ()
-                      if full == module]
+        memo[module] = True  # while it is being answered
+        registered = []
+        for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ():
+            if full == module:
+                registered.append((module, cls))
+            elif module.startswith(full + "."):
+                # an entry naming the package (vLLM 0.33.0 `vllm.models.glm5next`) whose
+                # `__init__` re-exports the class of this submodule
+                try:
+                    key = self.r.resolve_class(full, cls)
+                except Exception:
+                    key = None
+                if key is not None and key[0] == module:
+                    registered.append(key)
         registered += [key for _arch, _top, key, _name, _m, _line in self.registrations() if key and key[0] == module]
         ok = True
         if registered:

@@ -131,3 +131,27 @@ def test_a_registration_with_an_unknown_registry_is_not_judged(tmp_path):
     found, unjudged = _check(tmp_path, "plugin")
     assert not found
     assert unjudged == {("draft.py", "PPA201")}
+
+
+def test_a_package_entry_names_its_submodules_class(tmp_path):
+    """vLLM 0.33.0 names packages in its registry (`vllm.models.glm5next`); the class lives in a
+    submodule that the package's `__init__` re-exports."""
+    pkg = "myfork/model_executor/models"
+    _write(tmp_path, {
+        "myfork/__init__.py": "", "myfork/model_executor/__init__.py": "", f"{pkg}/__init__.py": "",
+        "myfork/models/__init__.py": "",
+        "myfork/models/nopp/__init__.py": "from .common.model import NoPPForCausalLM\n",
+        "myfork/models/nopp/common/__init__.py": "",
+        "myfork/models/nopp/common/model.py": TIED.format(name="NoPPForCausalLM", **NO_PP),
+        "myfork/models/nopp/other/__init__.py": "",
+        "myfork/models/nopp/other/model.py": TIED.format(name="NoPPForCausalLM", **NO_PP),
+        f"{pkg}/registry.py": """
+            _TEXT_GENERATION_MODELS = {
+                "NoPPForCausalLM": ("myfork.models.nopp", "NoPPForCausalLM"),
+            }
+        """,
+    })
+    r = run_cli("check", "myfork", "--src", STUBS, "--no-cache", "--output-format", "json", cwd=tmp_path)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    # the re-exported class is refused PP; the other submodule's class of the same name is not registered
+    assert {(Path(f["filename"]).parent.name, f["code"]) for f in json.loads(r.stdout)} == {("other", "PPA101")}
