@@ -902,29 +902,82 @@ class RankFacts:
                 memo[key] = None
         return memo[key]
 
+    def _scan_dirs(self) -> tuple | None:
+        """Where callers of this file's methods can be: ``(folder, module prefix)`` of the checked
+        root, and of the package of every top-level package this module imports from outside it
+        (the engine a plugin runs in: vLLM from the environment or ``--src``); the standard library
+        and the packages the facts keep external (torch) are left out, and so are packages found
+        nowhere (the run cannot read them; a plugin's engine is found in the environment or
+        ``--src``).  ``None`` when a package is found but not as a folder with an ``__init__.py``."""
+        import os
+        import sys
+
+        memo = self._memo.setdefault("scan-dirs", {})
+        if self.ctx.module in memo:
+            return memo[self.ctx.module]
+        summary = self.ctx.summary
+        imports = [v for v in summary["imports"].values()] + [(t, None, lv) for t, lv in summary.get("star_imports", ())]
+        scopes = [*summary["functions"].values(), *(m for c in summary["classes"].values() for m in c["methods"].values())]
+        imports += [(d[1], d[2], d[3]) for sc in scopes for ds in sc["locals"].values() for d in ds if d[0] == "import"]
+        own = self.ctx.module.split(".", 1)[0]
+        external = set(getattr(self.ctx.project, "external", ()))
+        dirs = [(self.ctx.file.root, "")]
+        answer: tuple | None = None
+        for top in sorted({t.split(".", 1)[0] for t, _n, level in imports if level == 0 and t} - {own}):
+            if top in sys.stdlib_module_names or top in external or top == "__future__":
+                continue
+            if self.ctx.project.in_checked_root(top):
+                continue
+            if self.ctx.project.summary(top) is None:
+                continue  # installed nowhere the run can see (transformers, safetensors): not read
+            path = self.ctx.project.path(top)
+            if not path or os.path.basename(path) != "__init__.py":
+                break
+            dirs.append((os.path.dirname(path), top))
+        else:
+            answer = tuple(dirs)
+        memo[self.ctx.module] = answer
+        return answer
+
+    def _scan_paths(self, dirs: tuple) -> list:
+        """``(path, module)`` of every ``.py`` file of ``dirs`` (see :meth:`_scan_dirs`)."""
+        import os
+
+        memo = self._memo.setdefault("scan-paths", {})
+        out = []
+        for folder, prefix in dirs:
+            if (folder, prefix) not in memo:
+                got = []
+                for d, subdirs, files in os.walk(folder):
+                    subdirs[:] = sorted(x for x in subdirs if not x.startswith(".") and x != "__pycache__")
+                    for n in sorted(files):
+                        if n.endswith(".py"):
+                            path = os.path.join(d, n)
+                            rel = os.path.relpath(path, folder)[:-3].replace(os.sep, ".")
+                            rel = rel[:-len("__init__")].rstrip(".") if rel.endswith("__init__") else rel
+                            got.append((path, ".".join(x for x in (prefix, rel) if x)))
+                memo[(folder, prefix)] = got
+            out += memo[(folder, prefix)]
+        return out
+
     def _tree_files(self, *needles: bytes) -> list | None:
-        """``(path, module, tree, lines)`` of the ``.py`` files under the checked root whose bytes
-        hold one of ``needles`` (parsed; the stats of every file are recorded); ``None`` when one
-        cannot be read or parsed."""
+        """``(path, module, tree, lines)`` of the ``.py`` files where callers can be
+        (:meth:`_scan_dirs`) whose bytes hold one of ``needles`` (parsed; the stats of every file
+        are recorded); ``None`` when one cannot be read or parsed, or a folder not found."""
         import os
 
         from .index.spec import LineIndex
 
-        root = self.ctx.file.root
-        paths = self._memo.get(("tree-files", root))
-        if paths is None:
-            paths = []
-            for d, dirs, files in os.walk(root):
-                dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
-                paths += [os.path.join(d, n) for n in sorted(files) if n.endswith(".py")]
-            self._memo[("tree-files", root)] = paths
+        dirs = self._scan_dirs()
+        if dirs is None:
+            return None
         by_needle = self._memo.setdefault("needle-files", {})
-        if (root, needles) in by_needle:
-            return by_needle[(root, needles)]
-        by_needle[(root, needles)] = None
+        if (dirs, needles) in by_needle:
+            return by_needle[(dirs, needles)]
+        by_needle[(dirs, needles)] = None
         parsed = self._memo.setdefault("parsed", {})
         out = []
-        for path in paths:
+        for path, module in self._scan_paths(dirs):
             try:
                 stat = os.stat(path)
                 self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
@@ -937,15 +990,13 @@ class RankFacts:
             if path not in parsed:
                 try:
                     text = data.decode("utf-8")
-                    rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
-                    module = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
                     parsed[path] = (path, module, ast.parse(text), LineIndex(text))
                 except (SyntaxError, UnicodeDecodeError, ValueError):
                     parsed[path] = None
             if parsed[path] is None:
                 return None
             out.append(parsed[path])
-        by_needle[(root, needles)] = out
+        by_needle[(dirs, needles)] = out
         return out
 
     def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
@@ -1005,128 +1056,30 @@ class RankFacts:
         return bool(down(a) & down(b))
 
     def _class_graph(self) -> dict | None:
-        """Base name -> the names of the classes that list it, over every ``.py`` file under the
-        checked root (memoized)."""
-        import os
+        """Base name -> the names of the classes that list it, over every ``.py`` file where
+        callers can be (:meth:`_scan_dirs`; memoized)."""
         import re
 
-        if "class-graph" in self._memo:
-            return self._memo["class-graph"]
-        self._memo["class-graph"] = None
+        dirs = self._scan_dirs()
+        if dirs is None:
+            return None
+        memo = self._memo.setdefault("class-graph", {})
+        if dirs in memo:
+            return memo[dirs]
+        memo[dirs] = None
         header = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
         graph: dict = {}
-        for d, dirs, files in os.walk(self.ctx.file.root):
-            dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
-            for n in sorted(files):
-                if not n.endswith(".py"):
-                    continue
-                try:
-                    with open(os.path.join(d, n), "rb") as fh:
-                        data = fh.read()
-                except OSError:
-                    return None
-                for m in header.finditer(data):
-                    for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2)):
-                        graph.setdefault(base.decode(), set()).add(m.group(1).decode())
-        self._memo["class-graph"] = graph
-        return graph
-
-    def _tree_files(self, *needles: bytes) -> list | None:
-        """``(path, module, tree, lines)`` of the ``.py`` files under the checked root whose bytes
-        hold one of ``needles`` (parsed; the stats of every file are recorded); ``None`` when one
-        cannot be read or parsed."""
-        import os
-
-        from .index.spec import LineIndex
-
-        root = self.ctx.file.root
-        paths = self._memo.get(("tree-files", root))
-        if paths is None:
-            paths = []
-            for d, dirs, files in os.walk(root):
-                dirs[:] = sorted(x for x in dirs if not x.startswith(".") and x != "__pycache__")
-                paths += [os.path.join(d, n) for n in sorted(files) if n.endswith(".py")]
-            self._memo[("tree-files", root)] = paths
-        by_needle = self._memo.setdefault("needle-files", {})
-        if (root, needles) in by_needle:
-            return by_needle[(root, needles)]
-        by_needle[(root, needles)] = None
-        parsed = self._memo.setdefault("parsed", {})
-        out = []
-        for path in paths:
+        for path, _module in self._scan_paths(dirs):
             try:
-                stat = os.stat(path)
-                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
                 with open(path, "rb") as fh:
                     data = fh.read()
             except OSError:
                 return None
-            if not any(n in data for n in needles):
-                continue
-            if path not in parsed:
-                try:
-                    text = data.decode("utf-8")
-                    rel = os.path.relpath(path, root)[:-3].replace(os.sep, ".")
-                    module = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
-                    parsed[path] = (path, module, ast.parse(text), LineIndex(text))
-                except (SyntaxError, UnicodeDecodeError, ValueError):
-                    parsed[path] = None
-            if parsed[path] is None:
-                return None
-            out.append(parsed[path])
-        by_needle[(root, needles)] = out
-        return out
-
-    def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
-        """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``,
-        ``super().fname`` in the method ``fn`` of ``owner``, a top-level class of ``module``) is
-        known to hold only classes that are neither ``key``, its bases nor its subclasses, nor
-        share a subclass with it among the checked classes."""
-        from .index.summary import scopes_by_line
-
-        recv = attr_node.value
-        chain = ref_chain(recv)
-        if not isinstance(owner, ast.ClassDef) or not fn.args.args:
-            return False
-        summary = self.ctx.project.summary(module)
-        if summary is None or owner.name not in summary["classes"]:
-            return False
-        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" and not recv.args:
-            chain = (fn.args.args[0].arg,)  # `super().fname`: a class on the owner's MRO
-        if chain is None:
-            return False
-        scope = scopes_by_line(summary).get((owner.name, fn.lineno))
-        if scope is None or chain[0] != fn.args.args[0].arg:
-            return False
-        try:
-            cands = self.r.chain_candidates(tuple(chain), module, (module, owner.name), scope)
-            if not cands or any(c[0] == "<external>" or c[1] is None for c in cands):
-                return False
-            for c in cands:
-                if c == ("builtins", "None"):
-                    continue  # `None.fname` raises before any call
-                if c == tuple(key) or c in related or tuple(key) in set(self.r.mro(c)):
-                    return False
-                if self._share_subclass(c[1], key[1]):
-                    return False  # some class of the tree may have both on its MRO (a mixin)
-        except Exception:
-            return False
-        return True
-
-    def _joint_classes(self) -> set:
-        """``(a, b)`` for every two project classes some class of the checked files has on its MRO."""
-        got = self._memo.get("joint")
-        if got is None:
-            got = set()
-            for st in self.ctx.checked:
-                for cname in (st.summary or {}).get("classes", {}):
-                    try:
-                        mro = [e for e in self.r.mro((st.module, cname)) if e[0] != "<external>"]
-                    except Exception:
-                        continue
-                    got.update((a, b) for a in mro for b in mro if a != b)
-            self._memo["joint"] = got
-        return got
+            for m in header.finditer(data):
+                for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2)):
+                    graph.setdefault(base.decode(), set()).add(m.group(1).decode())
+        memo[dirs] = graph
+        return graph
 
     def _index(self, path: str, tree) -> tuple:
         """One walk of a parsed file: ``(strings, defs, attrs)``, each a name -> list:

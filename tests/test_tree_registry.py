@@ -155,3 +155,52 @@ def test_a_package_entry_names_its_submodules_class(tmp_path):
     assert r.rc in (0, 1), r.stdout + r.stderr
     # the re-exported class is refused PP; the other submodule's class of the same name is not registered
     assert {(Path(f["filename"]).parent.name, f["code"]) for f in json.loads(r.stdout)} == {("other", "PPA101")}
+
+
+PLUGIN_MODEL = """
+    import torch.nn as nn
+    from vllm.distributed import get_pp_group
+    from vllm.model_executor.models.utils import PPMissingLayer
+
+    import hostengine
+
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = [0.0]
+
+
+    class PluginForCausalLM(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.lm_head = Head() if get_pp_group().is_last_rank else PPMissingLayer()
+
+        def compute_logits_sharded(self, hidden_states):
+            return self.lm_head.weight
+
+
+    class Runner:
+        def __init__(self, model):
+            self.model = model
+            self.is_last_pp_rank = get_pp_group().is_last_rank
+
+        def step(self, hidden_states):
+            if not self.is_last_pp_rank:
+                return None
+            return self.model.compute_logits_sharded(hidden_states)
+"""
+
+
+def test_callers_in_the_engine_a_plugin_imports_count(tmp_path):
+    """A plugin's method whose callers in the plugin run on the last rank is judged there, unless
+    the engine it imports (found in --src, outside the checked tree) calls it too."""
+    for calls, found in ((False, set()), (True, {("model.py", "PPA101")})):
+        root = tmp_path / str(calls)
+        engine = "def profile(model):\n    return model.compute_logits_sharded(None)\n" if calls else ""
+        _write(root, {"plugin/__init__.py": "", "plugin/model.py": PLUGIN_MODEL,
+                      "src/hostengine/__init__.py": engine})
+        r = run_cli("check", "plugin", "--src", STUBS, "--src", root / "src", "--no-cache", "--output-format", "json",
+                    cwd=root)
+        assert r.rc in (0, 1), r.stdout + r.stderr
+        assert {(Path(f["filename"]).name, f["code"]) for f in json.loads(r.stdout)} == found
