@@ -1247,9 +1247,18 @@ class RankFacts:
         :data:`~pp_attr_lint.facts.PARALLEL_CONFIG_MODULES` it holds, for this file's top-level
         package) that tests ``pipeline_parallel_size`` raises on every path where ``flag`` holds
         under PP (``pipeline_parallel_size > 1`` is true there; the guards of its ``raise``
-        statements cover ``flag``).  ``None`` when no such module is found: it cannot be told."""
+        statements cover ``flag``).  A plugin, whose package has no such module, is asked about
+        the one engine it imports from outside the checked tree (a package with a model registry,
+        :meth:`_scan_dirs`).  ``None`` when no such module is found: it cannot be told."""
+        answer = self._refuses_in(self.ctx.module.split(".", 1)[0], flag)
+        if answer is None:
+            engines = [prefix for _folder, prefix in self._scan_dirs() or () if prefix and self.r.model_registry(prefix)]
+            if len(engines) == 1:
+                answer = self._refuses_in(engines[0], flag)
+        return answer
+
+    def _refuses_in(self, top: str, flag: str):
         memo = self._memo.setdefault("refuses", {})
-        top = self.ctx.module.split(".", 1)[0]
         if (top, flag) in memo:
             return memo[(top, flag)]
         from .index.spec import LineIndex

@@ -87,3 +87,27 @@ def test_feature_only_method(tmp_path, config, found, unjudged):
     out = json.loads(r.stdout)
     assert {f["code"] for f in out if f.get("code")} == found
     assert {f["rule"] for f in out if f.get("name") == "not-judged"} == unjudged
+
+
+def test_a_plugin_asks_the_engine_it_imports(tmp_path):
+    """A plugin has no parallel configuration of its own: the engine it imports (found in --src,
+    recognized by its model registry) answers."""
+    for config, found, unjudged in ((REFUSES, set(), set()), (PARTIAL, {"PPA103"}, set())):
+        root = tmp_path / str(len(config))
+        _tree(root / "src", config)
+        (root / "src" / "eng" / "model_executor" / "models" / "registry.py").write_text(
+            "_TEXT_GENERATION_MODELS = {'MoEForCausalLM': ('moe', 'MoEForCausalLM')}\n")
+        (root / "src" / "eng" / "model_executor" / "models" / "moe.py").unlink()
+        # the engine's own make_layers (the plugin imports nothing else that has a registry)
+        (root / "src" / "eng" / "model_executor" / "models" / "utils.py").write_text(
+            (STUBS / "vllm" / "model_executor" / "models" / "utils.py").read_text())
+        plugin = root / "plugin"
+        plugin.mkdir()
+        (plugin / "__init__.py").write_text("")
+        (plugin / "moe.py").write_text(textwrap.dedent(MODEL).replace("from vllm.", "from eng."))
+        r = run_cli("check", "plugin", "--src", STUBS, "--src", root / "src", "--no-cache", "--output-format", "json",
+                    "--show-unresolved", cwd=root)
+        assert r.rc in (0, 1), r.stdout + r.stderr
+        out = json.loads(r.stdout)
+        assert {f["code"] for f in out if f.get("code")} == found
+        assert {f["rule"] for f in out if f.get("name") == "not-judged"} == unjudged
