@@ -53,13 +53,25 @@ TRANSPARENT_DECORATORS = (
     "typing.final",
 )
 
-# calls that build a model from vLLM's registry (vllm/model_executor/models/utils.py,
-# registry tables in vllm/model_executor/models/registry.py)
+# the model registry is found by its place in the analysed tree, for any top-level package name
+# ``{top}``: vLLM keeps it at vllm/model_executor/models/registry.py, and forks that rename the
+# package keep that shape (Aphrodite 0.24.1: aphrodite/model_executor/models/registry.py, the same
+# table names, merged into `_APHRODITE_MODELS`).  `{top}` is the top-level package of the code that
+# names the registry: of the module a factory is defined in (or imported from), of a model's module,
+# of the `ModelRegistry` a plugin registers with.
+REGISTRY_MODULE = "{top}.model_executor.models.registry"
+MODELS_PACKAGE = "{top}.model_executor.models"
+# calls that build a model from the registry: `init_vllm_registered_model` in
+# vllm/model_executor/models/utils.py, `init_aphrodite_registered_model` in Aphrodite's (utils.py:537);
+# the name is a glob, and the registry is the one of the package that defines the factory
 FACTORIES = (
-    Factory(name="init_vllm_registered_model", keyword="architectures",
-            registry_module="vllm.model_executor.models.registry", tables="_*_MODELS",
-            package="vllm.model_executor.models"),
+    Factory(name="init_*_registered_model", keyword="architectures",
+            registry_module=REGISTRY_MODULE, tables="_*_MODELS", package=MODELS_PACKAGE),
 )
+# `ModelRegistry.register_model("Arch", Cls_or_"module:Class")` (vllm/model_executor/models/registry.py,
+# `_ModelRegistry.register_model`): how an out-of-tree plugin adds or replaces an architecture; the
+# engine checks the class like an in-tree one (`supports_pp`, vllm/config/model.py)
+REGISTER_METHOD = "register_model"
 
 PLACEHOLDER_CLASS = "PPMissingLayer"
 MAKE_LAYERS = "make_layers"
@@ -99,10 +111,18 @@ SET_BY_ENGINE = frozenset({"lm_head"})
 # a placeholder is never reached on a rank that has one
 SPEC_DECODE_ONLY_METHODS = frozenset({"get_embed_and_head", "set_embed_and_head", "get_embed", "set_embed",
                                       "get_embed_and_head_for_draft"})
-# methods only features that refuse pipeline parallelism call: elastic expert parallelism calls
-# update_physical_experts_metadata, and vllm/config/parallel.py raises "Elastic EP is not
-# supported with pipeline parallelism" (vLLM 0.32.0)
-NOT_RUN_UNDER_PP_METHODS = SPEC_DECODE_ONLY_METHODS | {"update_physical_experts_metadata"}
+# methods that only speculative decoding calls never run under PP (above)
+NOT_RUN_UNDER_PP_METHODS = SPEC_DECODE_ONLY_METHODS
+# methods that only a feature calls, with the config flag that turns the feature on: elastic expert
+# parallelism calls update_physical_experts_metadata.  Whether the feature refuses pipeline
+# parallelism is read from the analysed tree (ranks.RankFacts.feature_refuses_pp): vLLM 0.21.0+
+# raise "Elastic EP is not supported with pipeline parallelism" in vllm/config/parallel.py
+# (`if self.enable_elastic_ep: ... if self.pipeline_parallel_size > 1: raise`), and so does
+# Aphrodite 0.24.1 (aphrodite/config/parallel.py:840); vLLM 0.10.0 has no such refusal (its
+# vllm/config.py never names the flag), so there the method runs under PP like any other.
+FEATURE_ONLY_METHODS = {"update_physical_experts_metadata": "enable_elastic_ep"}
+# where a tree validates its parallel configuration ({top}: its top-level package), first found wins
+PARALLEL_CONFIG_MODULES = ("{top}.config.parallel", "{top}.config")
 # the registry table of speculative-decoding drafters (vllm/model_executor/models/registry.py): a
 # drafter runs on one rank and never receives intermediate tensors
 DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"

@@ -27,7 +27,6 @@ import itertools
 from typing import Any
 
 from . import facts as F
-from .index.registry import registry_entries
 from .index.summary import child_nodes, dotted_name, ref_chain
 from .resolve import adds_no_attribute
 
@@ -45,6 +44,8 @@ LAST_RANK_ATTRS = frozenset({"lm_head"})
 # methods that read attributes of their argument: ParallelLMHead.tie_weights(embed_tokens) reads
 # `embed_tokens.weight` (vllm/model_executor/layers/vocab_parallel_embedding.py)
 ARG_READERS = {"tie_weights": "weight"}
+# the most files holding a method's name that RankFacts.caller_rank reads to follow its callers
+MAX_CALLER_FILES = 200
 
 
 # -- formulas ----------------------------------------------------------------------------------
@@ -719,9 +720,132 @@ def collect(tree: ast.Module, lines) -> dict | None:
                     visit(b, cls)
 
     visit(tree.body, None)
-    if not (out["assigns"] or out["uses"] or out["lists"]):
+    helpers = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list \
+                and "return False" in "".join(lines.lines[node.lineno - 1:node.end_lineno]):
+            need = truthy_only_when(node, lines)
+            if need is not None:
+                helpers[node.name] = need
+    if helpers:
+        out["helpers"] = helpers
+    if not (out["assigns"] or out["uses"] or out["lists"] or helpers):
         return None
     return out
+
+
+class _ReturnWalker(_Walker):
+    """A :class:`_Walker` that records the guard of every ``return`` of a function (with the
+    returned value's formula) and of every ``raise``."""
+
+    def __init__(self, lines, fn):
+        super().__init__(lines, {"assigns": [], "lists": [], "uses": []}, None, fn, frozenset())
+        self.returns: list = []
+        self.raises: list = []
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        if isinstance(stmt, ast.Raise):
+            self.raises.append(guard)
+            return
+        if isinstance(stmt, ast.Return):
+            value = stmt.value
+            if value is None or (isinstance(value, ast.Constant) and not value.value):
+                self.returns.append((guard, None))
+            else:  # the value's formula with the local flags as they are here
+                self.returns.append((guard, self.formula(value)))
+            return
+        super().stmt(stmt, guard, guarded, protected, loops)
+
+
+class _CallWalker(_Walker):
+    """A :class:`_Walker` that records the guard of the calls ``targets`` (node ids) of a function."""
+
+    def __init__(self, lines, fn, targets: set):
+        super().__init__(lines, {"assigns": [], "lists": [], "uses": []}, None, fn, frozenset())
+        self.targets = targets
+        self.found: dict = {}
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        if id(node) in self.targets:
+            self.found[id(node)] = guard
+        super().expr(node, guard, guarded, protected, loops)
+
+
+def _accepts(fn: ast.FunctionDef, call: ast.Call) -> bool:
+    """Whether a call through an instance (``x.m(...)``) can bind to the method ``fn``'s
+    parameters; ``True`` when it cannot be told (``*args``, ``**kwargs``)."""
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args][1:]  # after self
+    keywords = set(positional) - {p.arg for p in a.posonlyargs} | {p.arg for p in a.kwonlyargs}
+    if a.kwarg is None and any(k.arg is not None and k.arg not in keywords for k in call.keywords):
+        return False  # a keyword the method does not have
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    n = len(call.args)
+    if n > len(positional) and a.vararg is None:
+        return False
+    names = set(positional[n:]) - {p.arg for p in a.posonlyargs} | {p.arg for p in a.kwonlyargs}
+    bound = set(positional[:n])
+    for k in call.keywords:
+        if k.arg in bound or (k.arg not in names and a.kwarg is None):
+            return False
+        bound.add(k.arg)
+    required = positional[:len(positional) - len(a.defaults)]
+    required += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    return all(r in bound for r in required)
+
+
+def _own_nodes(fn):
+    """The nodes of ``fn``'s body outside nested functions, lambdas and classes."""
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(c for c in ast.iter_child_nodes(node)
+                    if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)))
+
+
+def truthy_only_when(fn: ast.FunctionDef, lines) -> tuple | None:
+    """A condition that holds whenever a call of the plain function ``fn`` returns a truthy value
+    (the disjunction, over its ``return`` statements, of the guard that reaches each one and of
+    the returned value's formula; ``return False`` / ``return None`` and falling off the end give
+    nothing), or ``None`` when it says nothing (``TRUE``) or cannot be told (a generator, a
+    ``return`` the walk does not reach, such as one inside a ``match``).
+
+    ``vllm``-style ``model_should_use_tied_lm_head(config, quant)`` (Aphrodite 0.24.1,
+    model_executor/models/utils.py:193) begins with ``if not getattr(config,
+    "tie_word_embeddings", False): return False``, so its result implies ``tie_word_embeddings``.
+    Atoms keep the module's convention (an attribute test is named by the attribute, shared with
+    the caller's guards: ``config.tie_word_embeddings``), except those that only mean something
+    inside ``fn`` (its parameters and local names, tests named by their text), which are renamed
+    ``fn@atom`` so that no guard of a caller can name them."""
+    own = list(_own_nodes(fn))
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
+        return None
+    w = _ReturnWalker(lines, fn)
+    w.block(fn.body, TRUE, frozenset(), False, {})
+    if len(w.returns) != sum(isinstance(n, ast.Return) for n in own):
+        return None
+    need = f_or(*(f_and(guard, value) for guard, value in w.returns if value is not None))
+    if need == TRUE:
+        return None
+    bare = {n.id for n in own if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    shared = {n.attr for n in own if isinstance(n, ast.Attribute) and ref_chain(n) is not None} | {
+        n.args[1].value for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr"
+        and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)}
+    keep = (shared - bare) | {"@first", "@last"}
+    return _rename(need, lambda a: a if a in keep else f"{fn.name}@{a}")
+
+
+def _rename(f, how) -> tuple:
+    k = f[0]
+    if k == "a":
+        return ("a", how(f[1]))
+    if k == "not":
+        return ("not", _rename(f[1], how))
+    if k in ("and", "or"):
+        return (k, tuple(_rename(g, how) for g in f[1]))
+    return f
 
 
 # -- judging -----------------------------------------------------------------------------------
@@ -840,24 +964,560 @@ class RankFacts:
         self._memo[mkey] = result
         return result
 
+    def satisfying(self, f, local, cls: str | None, fline: int):
+        """:func:`satisfying` of ``f`` (which holds the guard ``local`` of a line of this file, in
+        the function at ``fline`` of class ``cls``), knowing what the boolean helpers of ``local``
+        imply (:meth:`atom_implies`); the assignment keeps only the atoms of ``f``."""
+        extra = []
+        for a in sorted(_atoms(local, set()) - {"@first", "@last"}):
+            need = self.atom_implies(a, cls, fline)
+            if need is not None:
+                extra.append(f_or(f_not(("a", a)), need))
+        env = satisfying(f_and(f, *extra))
+        if env is None or not extra:
+            return env
+        keep = _atoms(f, set()) | {"@first", "@last"}
+        return {k: v for k, v in env.items() if k in keep}
+
+    def atom_implies(self, atom: str, cls: str | None, fline: int):
+        """What a guard atom of this file implies, from the ``return``s of the helper that makes
+        it (:func:`truthy_only_when`, recorded as the module's ``helpers``): a call of a plain
+        function (``model_should_use_tied_lm_head(config, quant_config)``, the text of the atom,
+        also through a local flag), or an attribute that the analysed tree assigns exactly once,
+        from such a call (``self.use_tied_lm_head = model_should_use_tied_lm_head(...)``, Aphrodite
+        0.24.1 llama.py:477).  ``None`` when it implies nothing known."""
+        memo = self._memo.setdefault("implies", {})
+        key = (self.ctx.module, atom, cls, fline)
+        if key not in memo:
+            try:
+                memo[key] = self._atom_implies(atom, cls, fline)
+            except Exception:
+                memo[key] = None
+        return memo[key]
+
+    def _helper(self, module: str, callee: str):
+        sym = self.r.resolve_dotted(module, callee)
+        if sym is None or sym[0] != "function":
+            return None
+        return (self.module_facts(sym[1]) or {}).get("helpers", {}).get(sym[2])
+
+    def _atom_implies(self, atom: str, cls: str | None, fline: int):
+        if not atom.isidentifier():
+            try:
+                node = ast.parse(atom, mode="eval").body
+            except SyntaxError:
+                return None
+            callee = dotted_name(node.func) if isinstance(node, ast.Call) else None
+            return self._helper(self.ctx.module, callee) if callee else None
+        # an attribute: never a parameter, local or module-level name of the line's code
+        from .index.summary import scopes_by_line
+
+        summary = self.ctx.summary
+        scope = scopes_by_line(summary).get((cls, fline))
+        if scope is None or atom in scope["params"] or atom in scope["locals"]:
+            return None
+        if any(atom in summary.get(k, ()) for k in ("imports", "aliases", "classes", "functions", "tables")):
+            return None
+        return self._unique_attribute_helper(atom)
+
+    def _unique_attribute_helper(self, attr: str):
+        """What ``x.<attr>`` implies when every store of it in the ``.py`` files under the checked
+        root is ``self.<attr> = helper(...)``, ``helper`` a plain function with a known condition
+        (the disjunction of those conditions), and no class there defines the name in its body or
+        as a method (``setattr`` naming it, a tuple target, an augmented store: nothing known)."""
+        import re
+
+        memo = self._memo.setdefault("unique-attr", {})
+        if attr in memo:
+            return memo[attr]
+        memo[attr] = None
+        files = self._tree_files(attr.encode())
+        if not files:
+            return None
+        pat = re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
+                         r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
+        needs = []
+        for _path, module, tree, lines in files:
+            every = plain = 0
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
+                    return None
+                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
+                    return None
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    every += 1
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
+                        and node.targets[0].attr == attr and isinstance(node.targets[0].value, ast.Name) \
+                        and node.targets[0].value.id == "self":
+                    callee = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
+                    need = self._helper(module, callee) if callee else None
+                    if need is None:
+                        return None
+                    plain += 1
+                    needs.append(need)
+            if every != plain or len(pat.findall("".join(lines.lines))) != plain:
+                return None
+        if not needs:
+            return None
+        memo[attr] = f_or(*dict.fromkeys(needs))
+        return memo[attr]
+
+    def caller_rank(self, cls: str, fname: str) -> tuple | None:
+        """``LAST`` (or ``FIRST``) when every call of method ``fname`` of class ``cls`` (of this
+        file) that the checked tree holds runs only on that rank, from the call chain: each
+        ``x.fname(...)`` of any ``.py`` file under the checked root either cannot be a call of it
+        (``self.fname(...)`` in a class unrelated to ``cls``, arguments the method cannot take) or
+        is guarded by the rank there (``if not self.is_last_pp_rank: return``; an attribute that
+        the tree only ever assigns a rank test counts as that test), or sits in a method whose
+        own callers are (up to 3 calls deep).  vLLM 0.33.0: ``compute_logits_local`` is called
+        only from ``GPUModelRunner.sample``, called only after ``sample_tokens`` returned on every
+        rank but the last.  ``None`` when not every use of the name is such a call, or not known."""
+        memo = self._memo.setdefault("caller-rank", {})
+        key = (self.ctx.module, cls, fname)
+        if key not in memo:
+            memo[key] = None
+            try:
+                for rank in (LAST, FIRST):
+                    if self._only_on(rank, (self.ctx.module, cls), fname, 0):
+                        memo[key] = rank
+                        break
+            except Exception:
+                memo[key] = None
+        return memo[key]
+
+    def _scan_dirs(self) -> tuple | None:
+        """Where callers of this file's methods can be: ``(folder, module prefix)`` of the checked
+        root, and of the package of every top-level package this module imports from outside it
+        (the engine a plugin runs in: vLLM from the environment or ``--src``); the standard library
+        and the packages the facts keep external (torch) are left out, and so are packages found
+        nowhere (the run cannot read them; a plugin's engine is found in the environment or
+        ``--src``).  ``None`` when a package is found but not as a folder with an ``__init__.py``."""
+        import os
+        import sys
+
+        memo = self._memo.setdefault("scan-dirs", {})
+        if self.ctx.module in memo:
+            return memo[self.ctx.module]
+        summary = self.ctx.summary
+        imports = [v for v in summary["imports"].values()] + [(t, None, lv) for t, lv in summary.get("star_imports", ())]
+        scopes = [*summary["functions"].values(), *(m for c in summary["classes"].values() for m in c["methods"].values())]
+        imports += [(d[1], d[2], d[3]) for sc in scopes for ds in sc["locals"].values() for d in ds if d[0] == "import"]
+        own = self.ctx.module.split(".", 1)[0]
+        external = set(getattr(self.ctx.project, "external", ()))
+        dirs = [(self.ctx.file.root, "")]
+        answer: tuple | None = None
+        for top in sorted({t.split(".", 1)[0] for t, _n, level in imports if level == 0 and t} - {own}):
+            if top in sys.stdlib_module_names or top in external or top == "__future__":
+                continue
+            if self.ctx.project.in_checked_root(top):
+                continue
+            if self.ctx.project.summary(top) is None:
+                continue  # installed nowhere the run can see (transformers, safetensors): not read
+            path = self.ctx.project.path(top)
+            if not path or os.path.basename(path) != "__init__.py":
+                break
+            dirs.append((os.path.dirname(path), top))
+        else:
+            answer = tuple(dirs)
+        memo[self.ctx.module] = answer
+        return answer
+
+    def _scan_paths(self, dirs: tuple) -> list:
+        """``(path, module)`` of every ``.py`` file of ``dirs`` (see :meth:`_scan_dirs`)."""
+        import os
+
+        memo = self._memo.setdefault("scan-paths", {})
+        out = []
+        for folder, prefix in dirs:
+            if (folder, prefix) not in memo:
+                got = []
+                for d, subdirs, files in os.walk(folder):
+                    subdirs[:] = sorted(x for x in subdirs if not x.startswith(".") and x != "__pycache__")
+                    for n in sorted(files):
+                        if n.endswith(".py"):
+                            path = os.path.join(d, n)
+                            rel = os.path.relpath(path, folder)[:-3].replace(os.sep, ".")
+                            rel = rel[:-len("__init__")].rstrip(".") if rel.endswith("__init__") else rel
+                            got.append((path, ".".join(x for x in (prefix, rel) if x)))
+                memo[(folder, prefix)] = got
+            out += memo[(folder, prefix)]
+        return out
+
+    def _tree_files(self, *needles: bytes) -> list | None:
+        """``(path, module, tree, lines)`` of the ``.py`` files where callers can be
+        (:meth:`_scan_dirs`) whose bytes hold one of ``needles`` (parsed; the stats of every file
+        are recorded); ``None`` when one cannot be read or parsed, or a folder not found."""
+        import os
+
+        from .index.spec import LineIndex
+
+        dirs = self._scan_dirs()
+        if dirs is None:
+            return None
+        by_needle = self._memo.setdefault("needle-files", {})
+        if (dirs, needles) in by_needle:
+            return by_needle[(dirs, needles)]
+        by_needle[(dirs, needles)] = None
+        parsed = self._memo.setdefault("parsed", {})
+        out = []
+        for path, module in self._scan_paths(dirs):
+            try:
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            if not any(n in data for n in needles):
+                continue
+            if path not in parsed:
+                try:
+                    text = data.decode("utf-8")
+                    parsed[path] = (path, module, ast.parse(text), LineIndex(text))
+                except (SyntaxError, UnicodeDecodeError, ValueError):
+                    parsed[path] = None
+            if parsed[path] is None:
+                return None
+            out.append(parsed[path])
+        by_needle[(dirs, needles)] = out
+        return out
+
+    def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
+        """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``,
+        ``super().fname`` in the method ``fn`` of ``owner``, a top-level class of ``module``) is
+        known to hold only classes that are neither ``key``, its bases nor its subclasses, nor
+        share a subclass with it among the checked classes."""
+        from .index.summary import scopes_by_line
+
+        recv = attr_node.value
+        chain = ref_chain(recv)
+        if not isinstance(owner, ast.ClassDef) or not fn.args.args:
+            return False
+        summary = self.ctx.project.summary(module)
+        if summary is None or owner.name not in summary["classes"]:
+            return False
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" and not recv.args:
+            chain = (fn.args.args[0].arg,)  # `super().fname`: a class on the owner's MRO
+        if chain is None:
+            return False
+        scope = scopes_by_line(summary).get((owner.name, fn.lineno))
+        if scope is None or chain[0] != fn.args.args[0].arg:
+            return False
+        try:
+            cands = self.r.chain_candidates(tuple(chain), module, (module, owner.name), scope)
+            if not cands or any(c[0] == "<external>" or c[1] is None for c in cands):
+                return False
+            for c in cands:
+                if c == ("builtins", "None"):
+                    continue  # `None.fname` raises before any call
+                if c == tuple(key) or c in related or tuple(key) in set(self.r.mro(c)):
+                    return False
+                if self._share_subclass(c[1], key[1]):
+                    return False  # some class of the tree may have both on its MRO (a mixin)
+        except Exception:
+            return False
+        return True
+
+    def _share_subclass(self, a: str, b: str) -> bool:
+        """Whether some class under the checked root may have both the classes named ``a`` and
+        ``b`` on its MRO, by name (``class X(A, ...)`` headers read from the files' text, every
+        name that subclasses one of them counted): ``True`` when the files cannot be read."""
+        graph = self._class_graph()
+        if graph is None:
+            return True
+
+        def down(name):
+            seen, todo = {name}, [name]
+            while todo:
+                for sub in graph.get(todo.pop(), ()):
+                    if sub not in seen:
+                        seen.add(sub)
+                        todo.append(sub)
+            return seen
+
+        a, b = a.rsplit(".", 1)[-1], b.rsplit(".", 1)[-1]
+        return bool(down(a) & down(b))
+
+    def _class_graph(self) -> dict | None:
+        """Base name -> the names of the classes that list it, over every ``.py`` file where
+        callers can be (:meth:`_scan_dirs`; memoized)."""
+        import re
+
+        dirs = self._scan_dirs()
+        if dirs is None:
+            return None
+        memo = self._memo.setdefault("class-graph", {})
+        if dirs in memo:
+            return memo[dirs]
+        memo[dirs] = None
+        header = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+        graph: dict = {}
+        for path, _module in self._scan_paths(dirs):
+            try:
+                with open(path, "rb") as fh:
+                    data = fh.read()
+            except OSError:
+                return None
+            for m in header.finditer(data):
+                for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2)):
+                    graph.setdefault(base.decode(), set()).add(m.group(1).decode())
+        memo[dirs] = graph
+        return graph
+
+    def _index(self, path: str, tree) -> tuple:
+        """One walk of a parsed file: ``(strings, defs, attrs)``, each a name -> list:
+        ``(constant, parent)`` of its string constants, ``(function, parent)`` of its function
+        definitions, ``(attribute, parent, enclosing function, under a lambda)`` of its attribute
+        nodes (memoized per file)."""
+        from .index.summary import child_nodes
+
+        memo = self._memo.setdefault("file-index", {})
+        if path in memo:
+            return memo[path]
+        strings: dict = {}
+        defs: dict = {}
+        attrs: dict = {}
+        stack = [(tree, None, None, False)]
+        while stack:
+            node, parent, fn, lam = stack.pop()
+            if isinstance(node, ast.Constant):
+                if isinstance(node.value, str):
+                    strings.setdefault(node.value, []).append((node, parent))
+                continue
+            if isinstance(node, ast.Attribute):
+                attrs.setdefault(node.attr, []).append((node, parent, fn, lam))
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs.setdefault(node.name, []).append((node, parent))
+                fn, lam = node, False
+            elif isinstance(node, ast.Lambda):
+                lam = True
+            for c in child_nodes(node):
+                stack.append((c, node, fn, lam))
+        memo[path] = (strings, defs, attrs)
+        return memo[path]
+
+    def rank_alias(self, attr: str) -> tuple | None:
+        """``LAST`` / ``FIRST`` when every store of ``.<attr>`` under the checked root is
+        ``self.<attr> = <rank test>`` (``self.is_last_pp_rank = get_pp_group().is_last_rank``,
+        vLLM's GPU model runner) and nothing else there defines that name (a method, a class
+        attribute); ``None`` otherwise."""
+        memo = self._memo.setdefault("rank-alias", {})
+        if attr in memo:
+            return memo[attr]
+        memo[attr] = None
+        import re
+
+        files = self._tree_files(attr.encode())
+        if not files:
+            return None
+        pat = re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
+                         r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
+        values = set()
+        for _path, _module, tree, lines in files:
+            stores = every = 0
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
+                    return None
+                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
+                    return None
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    every += 1
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    for t in targets:
+                        if isinstance(t, ast.Attribute) and t.attr == attr:
+                            stores += 1
+                            values.add(formula(node.value))
+            text = "".join(lines.lines)
+            if every != stores or len(pat.findall(text)) != stores:
+                return None  # another kind of store (augmented, a tuple target, setattr)
+        if len(values) == 1 and next(iter(values)) in (LAST, FIRST):
+            memo[attr] = next(iter(values))
+        return memo[attr]
+
+    def _only_on(self, rank, key, fname: str, depth: int, active: frozenset = frozenset()) -> bool:
+        """Whether every call of method ``fname`` of class ``key`` runs only on ``rank`` (see
+        :meth:`caller_rank`).  A call from a method already being asked about (a wrapper's
+        ``compute_logits_local`` delegating to its language model's) adds no way in: the chain
+        enters through the other callers, which are asked."""
+        if (tuple(key), fname) in active:
+            return True
+        memo = self._memo.setdefault("only-on", {})
+        mkey = (rank, tuple(key), fname)
+        if mkey in memo:
+            return memo[mkey]
+        active = active | {(tuple(key), fname)}
+        if depth > 3:
+            return False
+        got = self._only_on_uncached(rank, key, fname, depth, active)
+        if len(active) == 1:
+            memo[mkey] = got  # an answer that assumed no other question open
+        return got
+
+    def _only_on_uncached(self, rank, key, fname: str, depth: int, active: frozenset) -> bool:
+        if fname in F.ENGINE_METHODS and fname not in F.RANK_OF_METHOD:
+            return False  # the engine calls it on every rank
+        try:
+            mro = self.r.mro(key)
+            crec = self.r.class_record(key)
+        except Exception:
+            return False
+        if fname not in crec["methods"]:
+            return False
+        name = fname.encode()
+        # a call or read `x.fname`, a name in a string (`getattr(x, "fname")`), the method itself
+        files = self._tree_files(b"." + name, b'"' + name + b'"', b"'" + name + b"'", b"def " + name)
+        if files is None or len(files) > MAX_CALLER_FILES:
+            return False  # not readable, or a name too common to follow: not established
+        related = {e for e in mro if e[0] != "<external>"}
+        target = None
+        sites = []  # (module, lines, call, function, owner class or None)
+        for path, module, tree, lines in files:
+            strings, defs, attrs = self._index(path, tree)
+            for _node, parent in strings.get(fname, ()):
+                if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "hasattr"):
+                    return False  # getattr(x, "name"), a table of names: a call not seen
+            owners = {}
+            for fn_node, parent in (d for ds in defs.values() for d in ds):
+                if isinstance(parent, ast.ClassDef) and parent in tree.body:
+                    owners[fn_node] = parent
+            for fn_node, parent in defs.get(fname, ()):
+                if module == key[0] and isinstance(parent, ast.ClassDef) and parent.name == key[1] and parent in tree.body:
+                    target = fn_node
+            for node, parent, fn, lam in attrs.get(fname, ()):
+                if not isinstance(node.ctx, ast.Load):
+                    return False  # the method is replaced somewhere
+                owner = owners.get(fn)
+                is_call = isinstance(parent, ast.Call) and parent.func is node
+                if (fn is not None and self._unrelated(module, fn, owner, node, key, related)):
+                    continue  # `self.x.fname` of a class unrelated to `key`
+                if not is_call:
+                    return False  # the method is read, not called: it may be called elsewhere
+                sites.append((module, lines, parent, fn, owner, lam))
+        if target is None:
+            return False
+        sites = [site for site in sites if _accepts(target, site[2])]  # others cannot be calls of it
+        by_fn: dict = {}
+        for module, lines, call, fn, owner, lam in sites:
+            if lam:
+                return False  # a lambda runs where it is called, not where it is written
+            if fn is None:
+                return False  # a call at module level
+            by_fn.setdefault(fn, (module, lines, owner, []))[3].append(call)
+        for fn, (module, lines, owner, calls) in by_fn.items():
+            w = _CallWalker(lines, fn, {id(c) for c in calls})
+            w.block(fn.body, TRUE, frozenset(), False, {})
+            if len(w.found) != len(calls):
+                return False
+            for guard in w.found.values():
+                g = guard
+                for a in sorted(_atoms(guard, set()) - {"@first", "@last"}):
+                    alias = self.rank_alias(a)
+                    if alias is not None:
+                        g = _substitute(g, a, alias)
+                if satisfying(f_and(g, f_not(rank))) is None:
+                    continue
+                # a method of the same name forwarding the call (a wrapper's compute_logits_local)
+                # is not a step further away from the engine
+                deeper = depth if fn.name == fname else depth + 1
+                if owner is None or not self._only_on(rank, (module, owner.name), fn.name, deeper, active):
+                    return False
+        return bool(sites)
+
+    def feature_refuses_pp(self, flag: str):
+        """Whether the analysed tree refuses pipeline parallelism whenever the config flag ``flag``
+        is on: some function of its parallel configuration module (the first of
+        :data:`~pp_attr_lint.facts.PARALLEL_CONFIG_MODULES` it holds, for this file's top-level
+        package) that tests ``pipeline_parallel_size`` raises on every path where ``flag`` holds
+        under PP (``pipeline_parallel_size > 1`` is true there; the guards of its ``raise``
+        statements cover ``flag``).  A plugin, whose package has no such module, is asked about
+        the one engine it imports from outside the checked tree (a package with a model registry,
+        :meth:`_scan_dirs`).  ``None`` when no such module is found: it cannot be told."""
+        answer = self._refuses_in(self.ctx.module.split(".", 1)[0], flag)
+        if answer is None:
+            engines = [prefix for _folder, prefix in self._scan_dirs() or () if prefix and self.r.model_registry(prefix)]
+            if len(engines) == 1:
+                answer = self._refuses_in(engines[0], flag)
+        return answer
+
+    def _refuses_in(self, top: str, flag: str):
+        memo = self._memo.setdefault("refuses", {})
+        if (top, flag) in memo:
+            return memo[(top, flag)]
+        from .index.spec import LineIndex
+        from .textio import read_source
+
+        answer = None
+        for pattern in F.PARALLEL_CONFIG_MODULES:
+            module = pattern.replace("{top}", top)
+            path = self.ctx.project.path(module) if self.ctx.project.summary(module) is not None else None
+            if not path:
+                continue
+            try:
+                import os
+
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                text = read_source(path).text
+                tree = ast.parse(text)
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                break  # found but unreadable: cannot be told
+            answer = False
+            lines = LineIndex(text)
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+                if flag not in body or "pipeline_parallel_size" not in body:
+                    continue
+                w = _ReturnWalker(lines, fn)
+                w.block(fn.body, TRUE, frozenset(), False, {})
+                # the raises under the flag; leaving the others out only makes a refusal harder to show
+                raises = [g for g in w.raises if flag in _atoms(g, set())]
+                uncovered = f_and(("a", flag), f_not(f_or(*raises)))
+                if not raises:
+                    continue
+                if len(_atoms(uncovered, set()) - {"@first", "@last"}) > 16:
+                    answer = None  # too many tests to enumerate: cannot be told
+                    continue
+                if satisfying(uncovered) is None:
+                    answer = True
+                    break
+            break
+        memo[(top, flag)] = answer
+        return answer
+
     def module_runs_under_pp(self, module: str) -> bool:
-        """False when vLLM's registry lists classes of ``module`` and none of them has
+        """False when the model registry lists classes of ``module`` and none of them has
         ``SupportsPP`` on its MRO: the engine refuses ``pipeline_parallel_size > 1`` for such a
-        model (vllm/config/model.py verifies ``supports_pp``), so its code never runs on a rank > 0.
-        True when the tree has no such registry (SGLang, RL frameworks, the rule cases)."""
+        model (vllm/config/model.py verifies ``supports_pp``; Aphrodite 0.24.1's
+        aphrodite/config/model.py:1366 too), so its code never runs on a rank > 0.  The registry is
+        the one of ``module``'s top-level package (:meth:`Resolver.model_registry`, found by its
+        place in the tree), plus the ``register_model`` calls of the checked files (a plugin's
+        classes are checked the same way).  True when no registry lists the module (SGLang, RL
+        frameworks, the rule cases) or a registered class cannot be resolved."""
         memo = self._memo.setdefault("pp-modules", {})
         if module in memo:
             return memo[module]
+        memo[module] = True  # while it is being answered
         registered = []
-        for fac in self.r.settings.factories:
-            s = self.ctx.project.summary(fac.registry_module)
-            for _tname, _arch, full, cls in registry_entries(s, fac.package):
-                if full == module:
-                    registered.append((module, cls))
+        for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ():
+            if full == module:
+                registered.append((module, cls))
+            elif module.startswith(full + "."):
+                # an entry naming the package (vLLM 0.33.0 `vllm.models.glm5next`) whose
+                # `__init__` re-exports the class of this submodule
+                try:
+                    key = self.r.resolve_class(full, cls)
+                except Exception:
+                    key = None
+                if key is not None and key[0] == module:
+                    registered.append(key)
+        registered += [key for _arch, _top, key, _name, _m, _line in self.registrations() if key and key[0] == module]
         ok = True
         if registered:
             ok = False
-            for key in registered:
+            for key in dict.fromkeys(registered):
                 try:
                     if any(e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL for e in self.r.mro(key)):
                         ok = True
@@ -867,6 +1527,14 @@ class RankFacts:
                     break
         memo[module] = ok
         return ok
+
+    def registrations(self) -> list:
+        """:meth:`Resolver.registrations` of the checked files (memoized for the run)."""
+        got = self.ctx.shared.get(("registrations", id(self.ctx.checked)))
+        if got is None:
+            got = self.r.registrations((st.module, st.summary) for st in self.ctx.checked)
+            self.ctx.shared[("registrations", id(self.ctx.checked))] = got
+        return got
 
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
@@ -1071,6 +1739,31 @@ class RankFacts:
         (module, _cls), line = entry_line
         path = self.ctx.project.path(module)
         return f"{display_path(path) if path else module}:{line}"
+
+
+def _substitute(f, atom: str, by) -> tuple:
+    """``f`` with the atom ``atom`` replaced by the formula ``by``."""
+    k = f[0]
+    if k == "a":
+        return by if f[1] == atom else f
+    if k == "not":
+        return f_not(_substitute(f[1], atom, by))
+    if k == "and":
+        return f_and(*(_substitute(g, atom, by) for g in f[1]))
+    if k == "or":
+        return f_or(*(_substitute(g, atom, by) for g in f[1]))
+    return f
+
+
+def _target_names_of(stmt) -> set:
+    """The plain names a class-body statement binds (``x = ...``, ``x: T = ...``, ``def x``)."""
+    if isinstance(stmt, ast.Assign):
+        return {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+        return {stmt.target.id}
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return {stmt.name}
+    return set()
 
 
 def _init_line(r, entry) -> int | None:

@@ -733,14 +733,76 @@ class Resolver:
         return None
 
     def _factory(self, module: str, callee: str) -> Factory | None:
+        """The factory ``callee`` (as written in ``module``) calls, bound to the top-level package
+        that defines it (:meth:`_top_of`); ``None`` when it is no factory."""
         last = callee.rsplit(".", 1)[-1]
         for fac in self.settings.factories:
-            if last == fac.name:
+            if fnmatch.fnmatchcase(last, fac.name):
                 sym = self.resolve_dotted(module, callee)
                 if sym is not None and sym[0] == "class":
                     return None  # a class that happens to share the factory's name
-                return fac
+                return fac.bound(self._top_of(module, callee, sym))
         return None
+
+    def _top_of(self, module: str, dotted: str, sym: tuple | None, imports: dict | None = None) -> str | None:
+        """The top-level package of what ``dotted`` (as written in ``module``) names: of the module
+        that defines it (``sym``, its :meth:`resolve_dotted`), else of the module its first name is
+        imported from (``imports``, else ``module``'s own imports); else ``module``'s own when no
+        ``imports`` were given, else ``None``."""
+        if sym is not None and len(sym) > 1 and sym[0] in ("class", "function", "module", "external"):
+            return sym[1].split(".", 1)[0]
+        head = dotted.split(".", 1)[0]
+        imp = (imports or {}).get(head) or (self.src.summary(module) or {}).get("imports", {}).get(head)
+        if imp is not None:
+            absm = self._abs_module(module, imp[0], imp[2])
+            if absm:
+                return absm.split(".", 1)[0]
+        return module.split(".", 1)[0] if imports is None else None
+
+    def model_registry(self, top: str) -> list[tuple[str, str, str, str]] | None:
+        """``[(table, arch, module, class)]`` of the model registry of top-level package ``top``
+        (every factory's ``registry_module`` bound to ``top``, read with :func:`registry_entries`);
+        ``None`` when the tree, ``--src`` and the environment hold none of them."""
+        key = ("model-registry", top)
+        if key not in self._memo:
+            out: list | None = None
+            for fac in dict.fromkeys(f.bound(top) for f in self.settings.factories):
+                s = self.src.summary(fac.registry_module)
+                if s is not None:
+                    out = (out or []) + registry_entries(s, fac.package)
+            self._memo[key] = out
+        return self._memo[key]
+
+    def registrations(self, summaries) -> list[tuple[str, str | None, ClassKey | None, str, str, int]]:
+        """The ``register_model`` calls of ``summaries`` (``(module, summary)`` pairs: the checked
+        files) as ``(arch, top, class, class name, module, line)``: ``top`` is the top-level package
+        the receiver (``ModelRegistry``) is imported from, whose registry the architecture joins
+        (``None`` when not known); ``class`` the registered class, ``None`` when it cannot be
+        resolved (``class name`` is its last name as written)."""
+        out = []
+        for module, summary in summaries:
+            for receiver, arch, kind, value, line, imports in (summary or {}).get("registrations", ()):
+                top = self._top_of(module, receiver, None, imports)
+                key: ClassKey | None = None
+                try:
+                    if kind == "str":
+                        mod, name = value.split(":")
+                        key = self.resolve_class(mod, name) if self.src.summary(mod) is not None else None
+                    else:
+                        name = value.rsplit(".", 1)[-1]
+                        imp = imports.get(value.split(".", 1)[0])
+                        if imp is not None and imp[1] is not None and "." not in value:
+                            absm = self._abs_module(module, imp[0], imp[2])
+                            sym = self.lookup(absm, imp[1]) if absm and self.src.summary(absm) is not None else None
+                            key = (sym[1], sym[2]) if sym is not None and sym[0] == "class" else None
+                        else:
+                            key = self.resolve_class(module, value)
+                except Unresolved:
+                    key = None
+                if key is not None and key[0] == EXTERNAL:
+                    key = None
+                out.append((arch, top, key, name, module, line))
+        return out
 
     def registry_class(self, fac: Factory, arch: str) -> ClassKey | None:
         """Resolve an architecture name through the registry tables to a class key."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -360,7 +361,7 @@ def _registry_files(factory_in_project: bool) -> dict[str, str]:
     utils = ("def init_vllm_registered_model(vllm_config, *, prefix='', architectures=None):\n"
              "    raise NotImplementedError\n") if factory_in_project else "# the factory lives elsewhere\n"
     factory_import = ("from .utils import init_vllm_registered_model" if factory_in_project
-                      else "from vllm_elsewhere import init_vllm_registered_model")
+                      else "from vllm.elsewhere import init_vllm_registered_model")
     return {
         "vllm/__init__.py": "",
         "vllm/model_executor/__init__.py": "",
@@ -394,8 +395,8 @@ def _registry_files(factory_in_project: bool) -> dict[str, str]:
 
 @pytest.fixture
 def factory(settings) -> Factory:
-    (fac,) = [f for f in settings.factories if f.name == "init_vllm_registered_model"]
-    return fac
+    (fac,) = [f for f in settings.factories if fnmatch.fnmatchcase("init_vllm_registered_model", f.name)]
+    return fac.bound("vllm")
 
 
 @pytest.mark.parametrize("arch, want", [
@@ -432,6 +433,21 @@ def test_factory_defined_in_the_project_resolves_through_the_registry(tmp_path, 
     scope = method_scope(r, key, "__init__")
     assert r.chain_candidates(("self", "language_model"), m, key, scope) == {
         ("vllm.model_executor.models.qwen3", "Qwen3ForCausalLM")}
+
+
+def test_a_renamed_package_resolves_through_its_own_registry(tmp_path, settings):
+    """A fork that renames the package (Aphrodite: `aphrodite/model_executor/models/registry.py`,
+    `init_aphrodite_registered_model`) keeps the shape: its factory reads its own registry."""
+    files = {p.replace("vllm/", "aphrodite/"): t.replace("vllm", "aphrodite")
+             for p, t in _registry_files(factory_in_project=True).items()}
+    r = make(tmp_path, settings, files)
+    m = "aphrodite.model_executor.models.vl"
+    key = (m, "VL")
+    scope = method_scope(r, key, "__init__")
+    assert r.chain_candidates(("self", "language_model"), m, key, scope) == {
+        ("aphrodite.model_executor.models.qwen3", "Qwen3ForCausalLM")}
+    assert [e[1] for e in r.model_registry("aphrodite")][:2] == ["Qwen3ForCausalLM", "Ambiguous"]
+    assert r.model_registry("vllm") is None
 
 
 def test_a_class_named_like_the_factory_is_not_the_factory(tmp_path, settings):

@@ -9,6 +9,12 @@ with :mod:`marshal`.  It holds everything the resolver needs from a file and not
 * ``aliases``: module-level ``X = some.dotted.Name`` (a class alias).
 * ``tables``: module-level dict literals whose values are 2-tuples of strings (vLLM's registry
   tables ``{"Arch": ("module", "Class")}``).
+* ``registrations``: ``RECEIVER.register_model("Arch", target)`` calls anywhere in the file (an
+  out-of-tree plugin's ``ModelRegistry.register_model``), as ``(receiver, arch, kind, target,
+  line, imports)``: ``kind`` ``"str"`` with ``target`` ``"module:Class"``, or ``"ref"`` with the
+  dotted name of the class as written; ``imports`` maps the first name of the receiver and of a
+  ``ref`` target to ``(module, name_or_None, level)`` when one import anywhere in the file binds it
+  (plugins import ``ModelRegistry`` inside their ``register()``).
 * ``classes``: name -> class record (see :func:`_class_record`).
 * ``functions``: module-level function name -> scope record (params, locals).
 * ``reads``: the attribute reads of the watched attribute names (``X.start_layer`` and
@@ -948,4 +954,40 @@ def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknow
         if got is not None:
             facts[code] = got
     summary["facts"] = facts
+    summary["registrations"] = _registrations(tree) if "register_model" in source else []
     return summary
+
+
+def _registrations(tree: ast.Module) -> list:
+    """The ``X.register_model("Arch", target)`` calls of ``tree`` (see the module docstring)."""
+    out = []
+    bound: dict[str, list] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            for a in node.names:
+                bound.setdefault(a.asname or a.name, []).append((node.module or "", a.name, node.level))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.asname:
+                    bound.setdefault(a.asname, []).append((a.name, None, 0))
+                else:
+                    head = a.name.split(".", 1)[0]
+                    bound.setdefault(head, []).append((head, None, 0))
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register_model" and len(node.args) == 2 and not node.keywords):
+            continue
+        receiver = dotted_name(node.func.value)
+        arch, target = node.args
+        if receiver is None or not (isinstance(arch, ast.Constant) and isinstance(arch.value, str)):
+            continue
+        if isinstance(target, ast.Constant) and isinstance(target.value, str) and target.value.count(":") == 1:
+            kind, value = "str", target.value
+        elif dotted_name(target) is not None:
+            kind, value = "ref", dotted_name(target)
+        else:
+            continue
+        heads = [receiver.split(".", 1)[0]] + ([value.split(".", 1)[0]] if kind == "ref" else [])
+        imports = {h: bound[h][0] for h in heads if len(set(bound.get(h, ()))) == 1}
+        out.append((receiver, arch.value, kind, value, node.lineno, imports))
+    return out

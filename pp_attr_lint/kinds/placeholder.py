@@ -7,6 +7,9 @@ from __future__ import annotations
 from .. import facts as F
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # the key of ranks.collect's facts in a summary
 NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
+# a file that registers a model (a plugin's `ModelRegistry.register_model(...)`) is read too: its
+# registrations tell which models refuse PP (each placeholder rule adds it to its needles)
+REGISTER_NEEDLE = f".{F.REGISTER_METHOD}("
 
 
 class PlaceholderRule:
@@ -36,7 +39,25 @@ class PlaceholderRule:
         out = []
         for use in mf["uses"]:
             if use[0] in self.kinds and not use[7]:
+                flag = F.FEATURE_ONLY_METHODS.get(ctx.summary_function_name(use[1], use[2]) or "")
+                refused = rf.feature_refuses_pp(flag) if flag else False
+                if refused:
+                    continue  # only a feature that refuses pipeline parallelism calls the method
                 f = self.judge(ctx, rf, safe, *use)
+                fname = ctx.summary_function_name(use[1], use[2]) if f is not None and use[1] else None
+                if fname and fname not in F.RANK_OF_METHOD and not fname.startswith("__"):
+                    rank = rf.caller_rank(use[1], fname)  # every caller runs on one rank
+                    if rank is not None:
+                        from .. import ranks
+
+                        f = self.judge(ctx, rf, safe, *use[:6], ranks.f_and(use[6], rank), *use[7:])
+                if f is not None and refused is None:
+                    from ..model import NotJudged
+
+                    f = NotJudged(code=self.code, reason="module-not-found", path=ctx.file.path,
+                                  row=use[5][0], column=use[5][1] + 1,
+                                  detail=f"whether `{flag}` refuses pipeline parallelism: no parallel configuration "
+                                  f"module of `{ctx.module.split('.', 1)[0]}` was found")
                 if f is not None:
                     out.append(f)
         return out

@@ -57,7 +57,7 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
             # helper such as pp_stage_needs_embedding): judged only where every rank runs the line
             return None
         use_guard = ranks.f_and(guard, ranks.LAST) if kind == "alias" else guard
-        env = ranks.satisfying(ranks.f_and(use_guard, cond))
+        env = rf.satisfying(ranks.f_and(use_guard, cond), guard, cls, fline)
         if env is None:
             return None
         recv = ".".join(chain)
@@ -101,6 +101,6 @@ RULE = PlaceholderAttribute(
     code="PPA101",
     name="placeholder-attribute",
     summary="Attribute read on a value that is a PPMissingLayer on some pipeline-parallel rank",
-    needles=("PPMissingLayer", "tie_weights"),
+    needles=("PPMissingLayer", "tie_weights", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
 )

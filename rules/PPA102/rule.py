@@ -43,7 +43,7 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         # slot 0 is a placeholder on every rank but the first, the last slot on every rank but the
         # last, another constant slot on every rank that does not own it
         fails_when = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
-        env = ranks.satisfying(ranks.f_and(guard, fails_when[index_kind]))
+        env = rf.satisfying(ranks.f_and(guard, fails_when[index_kind]), guard, cls, fline)
         if env is None:
             return None
         recv, lst = ".".join(chain[:-1]), chain[-1]
@@ -75,6 +75,6 @@ RULE = PlaceholderByIndex(
     name="placeholder-by-index",
     summary="Attribute read on a fixed slot of a make_layers list, a PPMissingLayer on some rank",
     fix_applicability="safe",
-    needles=(".layers[",),
+    needles=(".layers[", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
 )

@@ -65,7 +65,8 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         seen: set = set()
         out = []
         for f in super().check(ctx):
-            key = tuple(f.fix_data["iter"])
+            fix_data = getattr(f, "fix_data", None)  # a NotJudged record has none
+            key = tuple(fix_data["iter"]) if fix_data else ("not-judged", f.row, f.column)
             if key not in seen:
                 seen.add(key)
                 out.append(f)
@@ -80,7 +81,7 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         owners, how = rf.list_owners(chain, cls, fline)
         if not owners:
             return None
-        env = ranks.satisfying(guard)
+        env = rf.satisfying(guard, guard, cls, fline)
         if env is None:
             return None
         recv, lst = ".".join(chain[:-1]), chain[-1]
@@ -110,6 +111,6 @@ RULE = PlaceholderInLoop(
     name="placeholder-in-loop",
     summary="Loop over every slot of a make_layers list reads an attribute of a PPMissingLayer",
     fix_applicability="safe",
-    needles=("make_layers",),
+    needles=("make_layers", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
 )

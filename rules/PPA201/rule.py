@@ -23,6 +23,7 @@ def _stub_kind(fn) -> str:
     return "impl"
 
 
+REGISTER_NEEDLE = f".{F.REGISTER_METHOD}(".encode()
 _ASSIGNED = re.compile(rb"[ \t]*(?::[^=\n]*)?=(?!=)")  # after the hook's name: an assignment to it
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
 
@@ -103,7 +104,11 @@ class MissingPPHook(Rule):
         about this one); a class header not in column 0 counts as a hit.  Or an explicit base
         ``__init__`` call may skip the ``__init__`` that assigns an inherited class's hook
         (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`, as PPA301).  A file whose
-        classes inherit the protocol through a base that lacks the hook is reported at that base."""
+        classes inherit the protocol through a base that lacks the hook is reported at that base.
+        A file that registers a model (``.register_model(``) is read too: its registrations tell
+        which classes are drafters."""
+        if REGISTER_NEEDLE in data:
+            return True
         name = F.PP_PROTOCOL.encode()
         i = data.find(name)
         while i >= 0:
@@ -144,8 +149,7 @@ class MissingPPHook(Rule):
         attributes hold)."""
         listed = [cname for cname, rec in summary["classes"].items() if _listed(cname, rec) or _skips(cname, rec)]
         if listed:
-            for fac in resolver.settings.factories:
-                resolver.src.summary(fac.registry_module)
+            resolver.model_registry(module.split(".", 1)[0])
         from pp_attr_lint.resolve import Unresolved
 
         for cname in listed:
@@ -165,8 +169,15 @@ class MissingPPHook(Rule):
         for cname, rec in ctx.summary["classes"].items():
             if not _listed(cname, rec) and not _skips(cname, rec):
                 continue
-            if self._drafter_only(ctx, (ctx.module, cname)):
+            drafter = self._drafter_only(ctx, (ctx.module, cname))
+            if drafter is True:
                 continue  # a speculative-decoding drafter: never asked for intermediate tensors
+            if drafter is not False:
+                from pp_attr_lint.model import NotJudged
+
+                out.append(NotJudged(code=self.code, reason=drafter[0], detail=drafter[1], path=ctx.file.path,
+                                     row=rec["line"], column=rec["col"] + 1))
+                continue
             f = self._judge(ctx, (ctx.module, cname), rec, mine)
             if f is not None and not _listed(cname, rec):
                 # an inherited SupportsPP is mostly met on drafters (EAGLE heads built with
@@ -256,23 +267,33 @@ class MissingPPHook(Rule):
                             witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})
 
     @staticmethod
-    def _drafter_only(ctx, key) -> bool:
-        """Whether vLLM's registry lists ``key`` only among speculative-decoding drafters."""
-        from pp_attr_lint.index.registry import registry_entries
+    def _drafter_only(ctx, key):
+        """Whether the model registry lists ``key`` only among speculative-decoding drafters
+        (``True`` / ``False``), or ``(reason, detail)`` when that cannot be established.
+
+        The registry is the one of ``key``'s top-level package (found by its place in the tree,
+        :meth:`Resolver.model_registry`); a ``register_model("Arch", key)`` call of a checked file
+        adds the tables that list ``Arch`` in the registry of the package its ``ModelRegistry``
+        comes from (a plugin that replaces a drafter's architecture registers a drafter), or a
+        table of its own when none lists it.  When that registry cannot be read, or a registration
+        of a class of ``key``'s name cannot be resolved, whether ``key`` is a drafter is not known."""
+        from pp_attr_lint.ranks import RankFacts
 
         r = ctx.resolver
-        tables = ctx.shared.get(("PPA201", "tables"))
-        if tables is None:
-            tables = {}
-            for fac in r.settings.factories:
-                s = ctx.project.summary(fac.registry_module)
-                for tname, _arch, full, cls in registry_entries(s, fac.package):
-                    tables.setdefault((full, cls), set()).add(tname)
-            ctx.shared[("PPA201", "tables")] = tables
         names = set()
-        for (mod, cls), tnames in tables.items():
+        for tname, _arch, mod, cls in r.model_registry(key[0].split(".", 1)[0]) or ():
             if cls == key[1] and (key[0] == mod or key[0].startswith(mod + ".")):
-                names |= tnames
+                names.add(tname)
+        for arch, top, rkey, rname, rmod, line in RankFacts.of(ctx).registrations():
+            if rkey is None and rname == key[1].rsplit(".", 1)[-1]:
+                return ("receiver-unresolved", f"the class that {rmod}:{line} registers as `{arch}` cannot be resolved")
+            if rkey != tuple(key):
+                continue
+            entries = r.model_registry(top) if top is not None else None
+            if entries is None:
+                return ("module-not-found", f"{rmod}:{line} registers `{key[1]}` as `{arch}`, and the model registry "
+                        f"of {top or 'its `ModelRegistry`'} that tells whether `{arch}` is a drafter was not found")
+            names |= {t for t, a, _m, _c in entries if a == arch} or {"<register_model>"}
         return bool(names) and names <= {F.DRAFTER_TABLE}
 
     @staticmethod

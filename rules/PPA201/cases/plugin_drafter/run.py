@@ -1,0 +1,30 @@
+"""Runtime oracle probes (tests/oracle.py): the plugin registers its models; the engine builds a
+drafter (pipeline_parallel_size=1: never asked for buffers) and serves the model, whose ranks after
+the first ask it for buffers."""
+
+from types import SimpleNamespace
+
+from vllm.distributed import get_pp_group
+from vllm.v1.worker.gpu_model_runner import receive_buffers
+
+import plugin
+from plugin.drafter import PluginEagleLlama
+from plugin.drafter3 import PluginEagle3Llama
+from plugin.lm import PluginLMForCausalLM
+
+CONFIG = SimpleNamespace()
+
+
+def drafters():
+    plugin.register()
+    PluginEagleLlama(CONFIG)
+    PluginEagle3Llama(CONFIG)
+
+
+def serve():
+    model = PluginLMForCausalLM(CONFIG)
+    if not get_pp_group().is_first_rank:
+        receive_buffers(model)
+
+
+PROBES = [drafters, serve]

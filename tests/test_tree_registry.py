@@ -1,0 +1,206 @@
+"""The model registry is read from the analysed tree by its shape: `<pkg>/model_executor/models/
+registry.py` for any package name (a fork that renames vLLM's package), and the
+`ModelRegistry.register_model(...)` calls of a plugin; what cannot be established is not judged."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from helpers import REPO, run_cli
+
+STUBS = REPO / "fixtures" / "ppstub"
+
+TIED = """
+    import torch.nn as nn
+    from vllm.distributed import get_pp_group
+    from vllm.model_executor.models.utils import PPMissingLayer
+    {interfaces}
+
+
+    class Embedding(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = [0.0]
+
+
+    class Head(Embedding):
+        def tie_weights(self, embed):
+            self.weight = embed.weight
+            return self
+
+
+    class Inner(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.embed_tokens = Embedding() if get_pp_group().is_first_rank else PPMissingLayer()
+
+
+    class {name}(nn.Module{bases}):
+        def __init__(self, config):
+            super().__init__()
+            self.model = Inner(config)
+            if get_pp_group().is_last_rank:
+                self.lm_head = Head().tie_weights(self.model.embed_tokens)
+            else:
+                self.lm_head = PPMissingLayer()
+"""
+NO_PP = dict(interfaces="", bases="")
+PP = dict(interfaces="from vllm.model_executor.models.interfaces import SupportsPP", bases=", SupportsPP")
+DRAFTER = """
+    import torch.nn as nn
+    from vllm.model_executor.models.interfaces import SupportsPP
+
+
+    class {name}(nn.Module, SupportsPP):
+        def __init__(self, config):
+            super().__init__()
+"""
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text))
+
+
+def _check(folder: Path, target: str):
+    r = run_cli("check", target, "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                cwd=folder)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    out = json.loads(r.stdout)
+    return ({(Path(f["filename"]).name, f["code"]) for f in out if f.get("code")},
+            {(Path(f["filename"]).name, f["rule"]) for f in out if f.get("name") == "not-judged"})
+
+
+def test_a_renamed_package_keeps_its_registry(tmp_path):
+    pkg = "myfork/model_executor/models"
+    _write(tmp_path, {
+        "myfork/__init__.py": "", "myfork/model_executor/__init__.py": "", f"{pkg}/__init__.py": "",
+        f"{pkg}/registry.py": """
+            _TEXT_GENERATION_MODELS = {
+                "NoPPForCausalLM": ("nopp", "NoPPForCausalLM"),
+                "PPForCausalLM": ("pp", "PPForCausalLM"),
+            }
+            _SPECULATIVE_DECODING_MODELS = {
+                "DraftModel": ("draft", "DraftModel"),
+            }
+        """,
+        f"{pkg}/nopp.py": TIED.format(name="NoPPForCausalLM", **NO_PP),
+        f"{pkg}/pp.py": TIED.format(name="PPForCausalLM", **PP),
+        f"{pkg}/draft.py": DRAFTER.format(name="DraftModel"),
+        f"{pkg}/listed.py": DRAFTER.format(name="ListedModel"),
+    })
+    found, unjudged = _check(tmp_path, "myfork")
+    # the engine refuses PP for a model without SupportsPP, and runs drafters with PP = 1
+    assert found == {("pp.py", "PPA101"), ("pp.py", "PPA201"), ("listed.py", "PPA201")}
+    assert not unjudged
+
+
+def test_plugin_registrations(tmp_path):
+    _write(tmp_path, {
+        "plugin/__init__.py": """
+            def register():
+                from vllm import ModelRegistry
+
+                ModelRegistry.register_model("NoPPForCausalLM", "plugin.nopp:NoPPForCausalLM")
+                ModelRegistry.register_model("PPForCausalLM", "plugin.pp:PPForCausalLM")
+                ModelRegistry.register_model("EagleLlamaForCausalLM", "plugin.draft:Draft")
+        """,
+        "plugin/nopp.py": TIED.format(name="NoPPForCausalLM", **NO_PP),
+        "plugin/pp.py": TIED.format(name="PPForCausalLM", **PP),
+        "plugin/draft.py": DRAFTER.format(name="Draft"),
+    })
+    found, unjudged = _check(tmp_path, "plugin")
+    assert found == {("pp.py", "PPA101"), ("pp.py", "PPA201")}
+    assert not unjudged
+
+
+def test_a_registration_with_an_unknown_registry_is_not_judged(tmp_path):
+    _write(tmp_path, {
+        "plugin/__init__.py": """
+            def register():
+                from otherengine import ModelRegistry
+
+                ModelRegistry.register_model("EagleLlamaForCausalLM", "plugin.draft:Draft")
+        """,
+        "plugin/draft.py": DRAFTER.format(name="Draft"),
+    })
+    found, unjudged = _check(tmp_path, "plugin")
+    assert not found
+    assert unjudged == {("draft.py", "PPA201")}
+
+
+def test_a_package_entry_names_its_submodules_class(tmp_path):
+    """vLLM 0.33.0 names packages in its registry (`vllm.models.glm5next`); the class lives in a
+    submodule that the package's `__init__` re-exports."""
+    pkg = "myfork/model_executor/models"
+    _write(tmp_path, {
+        "myfork/__init__.py": "", "myfork/model_executor/__init__.py": "", f"{pkg}/__init__.py": "",
+        "myfork/models/__init__.py": "",
+        "myfork/models/nopp/__init__.py": "from .common.model import NoPPForCausalLM\n",
+        "myfork/models/nopp/common/__init__.py": "",
+        "myfork/models/nopp/common/model.py": TIED.format(name="NoPPForCausalLM", **NO_PP),
+        "myfork/models/nopp/other/__init__.py": "",
+        "myfork/models/nopp/other/model.py": TIED.format(name="NoPPForCausalLM", **NO_PP),
+        f"{pkg}/registry.py": """
+            _TEXT_GENERATION_MODELS = {
+                "NoPPForCausalLM": ("myfork.models.nopp", "NoPPForCausalLM"),
+            }
+        """,
+    })
+    r = run_cli("check", "myfork", "--src", STUBS, "--no-cache", "--output-format", "json", cwd=tmp_path)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    # the re-exported class is refused PP; the other submodule's class of the same name is not registered
+    assert {(Path(f["filename"]).parent.name, f["code"]) for f in json.loads(r.stdout)} == {("other", "PPA101")}
+
+
+PLUGIN_MODEL = """
+    import torch.nn as nn
+    from vllm.distributed import get_pp_group
+    from vllm.model_executor.models.utils import PPMissingLayer
+
+    import hostengine
+
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = [0.0]
+
+
+    class PluginForCausalLM(nn.Module):
+        def __init__(self, config):
+            super().__init__()
+            self.lm_head = Head() if get_pp_group().is_last_rank else PPMissingLayer()
+
+        def compute_logits_sharded(self, hidden_states):
+            return self.lm_head.weight
+
+
+    class Runner:
+        def __init__(self, model):
+            self.model = model
+            self.is_last_pp_rank = get_pp_group().is_last_rank
+
+        def step(self, hidden_states):
+            if not self.is_last_pp_rank:
+                return None
+            return self.model.compute_logits_sharded(hidden_states)
+"""
+
+
+def test_callers_in_the_engine_a_plugin_imports_count(tmp_path):
+    """A plugin's method whose callers in the plugin run on the last rank is judged there, unless
+    the engine it imports (found in --src, outside the checked tree) calls it too."""
+    for calls, found in ((False, set()), (True, {("model.py", "PPA101")})):
+        root = tmp_path / str(calls)
+        engine = "def profile(model):\n    return model.compute_logits_sharded(None)\n" if calls else ""
+        _write(root, {"plugin/__init__.py": "", "plugin/model.py": PLUGIN_MODEL,
+                      "src/hostengine/__init__.py": engine})
+        r = run_cli("check", "plugin", "--src", STUBS, "--src", root / "src", "--no-cache", "--output-format", "json",
+                    cwd=root)
+        assert r.rc in (0, 1), r.stdout + r.stderr
+        assert {(Path(f["filename"]).name, f["code"]) for f in json.loads(r.stdout)} == found
