@@ -5,6 +5,8 @@ sends to the next rank (``IntermediateTensors({...})``) and the keys it reads fr
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 
@@ -108,13 +110,95 @@ def _is_none_test(fn, name_node) -> bool:
     return False
 
 
+_FACTORY_CALL = re.compile(rb"make_empty_intermediate_tensors_factory\s*\(\s*([\[(])")
+_STR = re.compile(rb"""\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*""")
+_READ = re.compile(rb"""\bintermediate_tensors\s*\[\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*\]""")
+_SENT_KEY = re.compile(rb"""(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*:""")
+
+
+_SPREAD = frozenset({b"**"})  # a dict literal with `**spread`: its keys are not known
+
+
+def _literal_keys(data: bytes, start: int, close: bytes) -> frozenset | None:
+    """The string literals of a list, tuple or dict literal's keys starting at ``start`` (after its
+    opening bracket) up to the bracket ``close`` at its depth; :data:`_SPREAD` for a dict with
+    ``**spread``; ``None`` when it holds anything else that could be a key (a name, a nested
+    bracket) or is not read here."""
+    keys, i, n = set(), start, len(data)
+    while i < n:
+        m = _STR.match(data, i)
+        if m is None:
+            rest = data[i:i + 64].lstrip()
+            if rest.startswith(b"**"):
+                return _SPREAD  # keys it cannot read, as the rule cannot
+            if rest.startswith(close) and not keys:
+                return frozenset()
+            return None
+        keys.add(m.group(1) if m.group(1) is not None else m.group(2))
+        i = m.end()
+        if data[i:i + 1] == b":" and close == b"}":  # a dict key: skip its value to the next comma
+            depth, i = 0, i + 1
+            while i < n and not (depth == 0 and data[i:i + 1] in (b",", close)):
+                c = data[i:i + 1]
+                if c in (b"(", b"[", b"{"):
+                    depth += 1
+                elif c in (b")", b"]", b"}"):
+                    depth -= 1
+                elif c in (b"'", b'"', b"#"):
+                    return None  # a string or comment inside a value: not read here (a yes)
+                i += 1
+        if data[i:i + 1] == b",":
+            i += 1
+            while i < n and data[i:i + 1] in b" \t\r\n":
+                i += 1
+        if data[i:i + 1] == close:
+            return frozenset(keys)
+    return None
+
+
 class IntermediateTensorKeys(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        """The file sends intermediate tensors and its keys may disagree.  It says no only when
+        the one allocation is a factory call with a literal key list, every key read
+        (``intermediate_tensors["k"]``) is allocated, and every ``IntermediateTensors({...})`` has
+        exactly the allocated keys (or keys it cannot read: ``**spread``, which leaves the sends
+        unjudged); anything else, a ``make_empty_intermediate_tensors`` method included, is a yes."""
+        if b"IntermediateTensors(" not in data:
+            return False
+        calls = list(_FACTORY_CALL.finditer(data))
+        if b"def make_empty_intermediate_tensors" in data or len(calls) > 1:
+            return True
+        if not calls:
+            return False  # nothing literal allocated here: the rule judges nothing
+        m = calls[0]
+        keys = _literal_keys(data, m.end(), b"]" if m.group(1) == b"[" else b")")
+        if keys is None:
+            return False  # a computed key list: the rule does not judge the class
+        reads = {a if a is not None else b for a, b in _READ.findall(data)}
+        if not reads <= keys:
+            return True
+        i = data.find(b"IntermediateTensors(")
+        while i >= 0:
+            j = i + len(b"IntermediateTensors(")
+            while data[j:j + 1] in (b" ", b"\t", b"\n", b"\r"):
+                j += 1
+            if data[j:j + 1] == b"{":
+                sent = _literal_keys(data, j + 1, b"}")
+                if sent is None or (sent is not _SPREAD and sent and sent != keys):
+                    return True  # keys that may differ, or a literal not read here
+            elif data[j:j + 1] != b")":
+                pass  # IntermediateTensors(tensors) built elsewhere: the sends are not judged
+            i = data.find(b"IntermediateTensors(", j)
+        return False
+
     def collect(self, tree, lines):
         import ast
 
+        if "IntermediateTensors(" not in "".join(lines.lines):
+            return None  # runs on every parsed file: nothing is sent here
         out = {}
         for c in tree.body:
-            if isinstance(c, ast.ClassDef):
+            if isinstance(c, ast.ClassDef) and F.PP_HOOK in "".join(lines.lines[c.lineno - 1:c.end_lineno]):
                 got = _class_facts(c, lines)
                 if got is not None:
                     out[c.name] = got

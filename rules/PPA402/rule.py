@@ -3,6 +3,8 @@ parameters without skipping the names of layers another pipeline-parallel rank o
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint.rule_api import Rule
 
 # calls and names that skip, or decide on, what another rank owns: a lookup in a function that
@@ -166,23 +168,30 @@ def _collect(tree, lines) -> dict:
 
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     module_funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def text(c) -> str:
+        return "".join(lines.lines[c.lineno - 1:c.end_lineno])
+
+    texts = {c.name: text(c) for c in classes}
     layered = set()
     for c in classes:
         # `self.start_layer, self.end_layer, self.layers = make_layers(...)`: this rank's slice (a
         # list assigned alone, as SGLang's `self.layers = make_layers(...)` without a PP rank, holds
-        # every layer)
-        if any(isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-               and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "make_layers"
-               and any(isinstance(t, ast.Tuple) for t in n.targets) for n in ast.walk(c)):
+        # every layer); only classes whose text calls it are walked
+        if "make_layers" in texts[c.name] and any(
+                isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "make_layers"
+                and any(isinstance(t, ast.Tuple) for t in n.targets) for n in ast.walk(c)):
             layered.add(c.name)
     changed = True
     while changed:  # a wrapper that constructs a layered class of this module holds its layers
         changed = False
         for c in classes:
-            if c.name in layered:
+            if c.name in layered or "load_weights" not in texts[c.name]:
                 continue
-            if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered
-                   for n in ast.walk(c)):
+            if any(name + "(" in texts[c.name] for name in layered) and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered
+                    for n in ast.walk(c)):
                 layered.add(c.name)
                 changed = True
     out = []
@@ -322,8 +331,21 @@ def _own_nodes_with_defs(fn):
         stack.extend(ast.iter_child_nodes(node))
 
 
+_PARAMS_DICT = re.compile(rb"dict\(\s*self\.named_parameters\(")
+
+
 class UnownedParameterLoad(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        """The file builds a parameter dict of ``self`` (``dict(self.named_parameters(...))``) and
+        calls ``make_layers`` (a class of its own builds this rank's slice)."""
+        return b"make_layers(" in data and _PARAMS_DICT.search(data) is not None
+
     def collect(self, tree, lines):
+        # the collector runs on every parsed file: a file this rule's prefilter turns down holds
+        # nothing it reports (its facts are its own file's only), so skip the walk there
+        text = "".join(lines.lines)
+        if "make_layers(" not in text or "named_parameters(" not in text:
+            return None
         return _collect(tree, lines)
 
     def check(self, ctx):
@@ -366,6 +388,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    needles=("named_parameters",),
     version=2,
 )

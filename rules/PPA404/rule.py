@@ -216,7 +216,14 @@ def _implies(lits: set, need: tuple) -> bool:
 class _Judge:
     def __init__(self, cls):
         self.cls = cls
-        self.state = _state_assignments(cls)
+        self._state = None
+
+    @property
+    def state(self) -> dict:
+        """The class's stores (:func:`_state_assignments`), read at the first test of one."""
+        if self._state is None:
+            self._state = _state_assignments(self.cls)
+        return self._state
 
     def atom_implies(self, node, pol, need, aliases) -> bool | None:
         """Whether atom ``node`` (true when ``pol``) implies rank literal ``need``: ``True``,
@@ -280,18 +287,32 @@ def _collect(tree, lines) -> list:
         methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
         needs = {}
         for name, m in methods.items():
+            body = "".join(lines.lines[m.lineno - 1:m.end_lineno])
+            if "is_last_rank" not in body and "is_first_rank" not in body:
+                continue  # no rank predicate: no precondition (and no walk)
             got = _precondition(m)
             if got is not None:
                 needs[name] = got
         if not needs:
             continue
         judge = _Judge(cls)
-        sites: dict[str, list] = {}  # caller -> [(callee, call, conds)]
-        for name, m in methods.items():
-            for call, conds in _paths(m).values():
-                f = call.func
-                if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "self":
-                    sites.setdefault(name, []).append((f.attr, call, conds, _aliases(m)))
+        bodies = {name: "".join(lines.lines[m.lineno - 1:m.end_lineno]) for name, m in methods.items()}
+        memo: dict[str, list] = {}
+
+        def calls_of(name: str) -> list:
+            """``[(callee, call, path conditions, aliases)]`` of the ``self.callee(...)`` calls of
+            method ``name`` (its paths are read on first use)."""
+            got = memo.get(name)
+            if got is None:
+                m = methods[name]
+                al = _aliases(m)
+                got = memo[name] = [(call.func.attr, call, conds, al) for call, conds in _paths(m).values()
+                                    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                                    and call.func.value.id == "self"]
+            return got
+
+        def callers(callee: str) -> list[str]:
+            return [n for n, body in bodies.items() if f"self.{callee}(" in body]
 
         def reachable_everywhere(caller: str, need, depth: int = 0) -> bool:
             """Whether ``caller`` may run on a rank that breaks ``need``: a public method (the
@@ -300,13 +321,15 @@ def _collect(tree, lines) -> list:
                 return True
             if depth > 2:
                 return False
-            for other, calls in sites.items():
-                for callee, call, conds, al in calls:
+            for other in callers(caller):
+                for callee, call, conds, al in calls_of(other):
                     if callee == caller and judge.site_implies(conds, need, al) is False \
                             and reachable_everywhere(other, need, depth + 1):
                         return True
             return False
 
+        sites = {name: [c for c in calls_of(name) if c[0] in needs]
+                 for name in {n for callee in needs for n in callers(callee)}}
         for caller, calls in sites.items():
             for callee, call, conds, al in calls:
                 if callee not in needs or callee == caller:
@@ -322,8 +345,43 @@ def _collect(tree, lines) -> list:
     return out
 
 
+_PREDICATE_BYTES = (b"is_last_rank", b"is_first_rank")
+_STATEMENT_STARTS = (b"if ", b"elif ", b"return ", b"while ", b"for ", b"with ", b"yield ", b"@", b"#", b"def ",
+                     b"class ", b"lambda")
+
+
 class RankPrecondition(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        """A line that names a rank predicate may assert it: an ``assert`` line, an ``if`` line
+        whose next lines raise, or a line that is not a statement of another kind (a continuation
+        of a multi-line ``assert`` or ``if``, an assignment that starts one)."""
+        if not any(p in data for p in _PREDICATE_BYTES):
+            return False
+        lines = data.split(b"\n")
+        for k, line in enumerate(lines):
+            if b"is_last_rank" not in line and b"is_first_rank" not in line:
+                continue
+            s = line.lstrip()
+            if s.startswith(b"assert"):
+                return True
+            if s.startswith(b"if ") or s.startswith(b"if("):
+                following = [x.strip() for x in lines[k + 1:k + 4] if x.strip()]
+                if any(x.startswith(b"raise") for x in following) or not line.rstrip().endswith(b":"):
+                    return True  # raises, or a test that goes on on the next lines
+                continue
+            if s.startswith(_STATEMENT_STARTS):
+                continue
+            head = s.split(b"=", 1)[0] if b"=" in s else b""
+            if head and b"(" not in head and b"[" not in head:
+                continue  # `x = pp.is_last_rank ...`: an assignment (a flag, not a precondition)
+            return True
+        return False
+
     def collect(self, tree, lines):
+        # runs on every parsed file: one without a rank predicate has no precondition to read
+        text = "".join(lines.lines)
+        if "is_last_rank" not in text and "is_first_rank" not in text:
+            return None
         return _collect(tree, lines) or None
 
     def check(self, ctx):
