@@ -182,13 +182,13 @@ class MissingPPHook(Rule):
             if f is not None and not _listed(cname, rec):
                 # an inherited SupportsPP is mostly met on drafters (EAGLE heads built with
                 # nn.Module.__init__(self)); only the registry tells them from models
-                missing = [fac.registry_module for fac in ctx.resolver.settings.factories
-                           if ctx.project.summary(fac.registry_module) is None]
-                if missing:
+                top = ctx.module.split(".", 1)[0]
+                if ctx.resolver.model_registry(top) is None:
                     from pp_attr_lint.model import NotJudged
 
+                    where = F.REGISTRY_MODULE.replace("{top}", top)
                     f = NotJudged(code=self.code, reason="module-not-found",
-                                  detail=f"{missing[0]}, which tells speculative-decoding drafters (never run under "
+                                  detail=f"{where}, which tells speculative-decoding drafters (never run under "
                                          f"pipeline parallelism) from models, is not found; `{cname}` inherits "
                                          f"`SupportsPP` and skips the `__init__` that assigns its hook",
                                   path=ctx.file.path, row=rec["line"], column=rec["col"] + 1)
