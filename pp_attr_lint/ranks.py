@@ -1529,11 +1529,38 @@ class RankFacts:
         return ok
 
     def registrations(self) -> list:
-        """:meth:`Resolver.registrations` of the checked files (memoized for the run)."""
-        got = self.ctx.shared.get(("registrations", id(self.ctx.checked)))
+        """:meth:`Resolver.registrations` of the checked files and of every other file of the
+        checked file's top-level package that calls ``.register_model(`` (a plugin registers its
+        classes in its ``__init__.py``: the verdict on a class must not depend on whether that file
+        is checked too); memoized for the run."""
+        import os
+
+        top = self.ctx.module.split(".", 1)[0]
+        key = ("registrations", id(self.ctx.checked), self.ctx.file.root, top)
+        got = self.ctx.shared.get(key)
         if got is None:
-            got = self.r.registrations((st.module, st.summary) for st in self.ctx.checked)
-            self.ctx.shared[("registrations", id(self.ctx.checked))] = got
+            sources = {st.module: st.summary for st in self.ctx.checked}
+            folder = os.path.join(self.ctx.file.root, top)
+            for d, dirs, files in os.walk(folder):
+                dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+                for name in sorted(files):
+                    if not name.endswith(".py"):
+                        continue
+                    path = os.path.join(d, name)
+                    try:
+                        st = os.stat(path)
+                        self.ctx.project.touched.setdefault(path, (st.st_mtime_ns, st.st_size))
+                        with open(path, "rb") as fh:
+                            if b".register_model(" not in fh.read():
+                                continue
+                    except OSError:
+                        continue
+                    rel = os.path.relpath(path, self.ctx.file.root)[:-3].split(os.sep)
+                    module = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+                    if module not in sources:
+                        sources[module] = self.ctx.project.summary(module)
+            got = self.r.registrations(sorted(sources.items(), key=lambda kv: kv[0]))
+            self.ctx.shared[key] = got
         return got
 
     def is_layer_list(self, key, attr: str) -> bool:

@@ -182,11 +182,18 @@ class MissingPPHook(Rule):
             if f is not None and not _listed(cname, rec):
                 # an inherited SupportsPP is mostly met on drafters (EAGLE heads built with
                 # nn.Module.__init__(self)); only the registry tells them from models
+                # the registry of this package, or of the engine its SupportsPP comes from (a plugin's vLLM)
                 top = ctx.module.split(".", 1)[0]
-                if ctx.resolver.model_registry(top) is None:
+                try:
+                    mro = ctx.resolver.mro((ctx.module, cname))
+                except Exception:  # noqa: BLE001  (cannot tell: only this package's registry)
+                    mro = []
+                tops = dict.fromkeys([top] + [e[0].split(".", 1)[0] for e in mro
+                                              if e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL and e[0] != "<external>"])
+                if all(ctx.resolver.model_registry(t) is None for t in tops):
                     from pp_attr_lint.model import NotJudged
 
-                    where = F.REGISTRY_MODULE.replace("{top}", top)
+                    where = " or ".join(F.REGISTRY_MODULE.replace("{top}", t) for t in tops)
                     f = NotJudged(code=self.code, reason="module-not-found",
                                   detail=f"{where}, which tells speculative-decoding drafters (never run under "
                                          f"pipeline parallelism) from models, is not found; `{cname}` inherits "
