@@ -4,43 +4,6 @@ bytes alone (no decoding, no parsing), for every file of every run."""
 from __future__ import annotations
 
 
-def make_prefilter(attrs: frozenset[str], prefilters: tuple = ()):
-    """A bytes -> int test: bit ``k`` is set when the rules' own ``prefilters[k]`` (bytes -> bool)
-    accepts the file, bit ``len(prefilters)`` when the file can contain a watched read with a
-    receiver other than plain ``self`` (``x.start_layer``, ``a.b.start_layer``, ``(...).start_layer``,
-    ``getattr(x, "start_layer")``); 0 means no rule wants the file.  It may say yes too often
-    (comments), never too rarely.
-
-    It looks for the names with :meth:`bytes.find` and inspects only a short window before each
-    occurrence of an attribute, which is much faster than a regular expression over the whole file."""
-    attr_needles = [a.encode() for a in sorted(attrs)]
-    attr_bit = 1 << len(prefilters)
-
-    def hit(data: bytes) -> int:
-        mask = 0
-        for k, pf in enumerate(prefilters):
-            if pf(data):
-                mask |= 1 << k
-        return mask | (attr_bit if attrs_hit(data) else 0)
-
-    def attrs_hit(data: bytes) -> bool:
-        for needle in attr_needles:
-            i = data.find(needle)
-            n = len(needle)
-            while i >= 0:
-                end = i + n
-                if (end >= len(data) or data[end] not in _WORD) and (i == 0 or data[i - 1] not in _WORD):
-                    prev = data[i - 1:i]
-                    if prev in (b'"', b"'") and data[end:end + 1] == prev:
-                        return True  # getattr(x, "start_layer")
-                    if _other_receiver(data, i):
-                        return True
-                i = data.find(needle, end)
-        return False
-
-    return hit
-
-
 def make_rule_prefilter(wanting: tuple, everything: bool = False):
     """A bytes -> int test with one bit per rule: bit ``k`` is set when ``wanting[k]``, a pair
     ``(prefilter, attrs)`` of one rule, accepts the file: its own ``prefilter`` (bytes -> bool)

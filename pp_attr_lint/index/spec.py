@@ -33,7 +33,7 @@ class LineIndex:
 @dataclass(frozen=True)
 class IndexSpec:
     """What the enabled rules ask of the index: the attribute names whose reads are recorded, the
-    rules' own prefilters (see :func:`pp_attr_lint.index.prefilter.make_prefilter`), and the rules' own
+    rules' own prefilters (see :func:`pp_attr_lint.index.prefilter.make_rule_prefilter`), and the rules' own
     collectors ``(code, collect)``; ``key`` names all of it for the cache."""
 
     attrs: frozenset[str]
