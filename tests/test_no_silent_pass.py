@@ -400,3 +400,24 @@ def test_torch_in_the_checked_folder_is_not_read(tmp_path):
     want = sorted((f["filename"].rsplit("pkg", 1)[1], f["location"]["row"], f["code"]) for f in beside.json())
     assert want and sorted((f["filename"].rsplit("pkg", 1)[1], f["location"]["row"], f["code"])
                            for f in inside.json()) == want
+
+
+def test_a_rule_check_that_cannot_establish_a_fact_is_listed_not_dropped(tmp_path):
+    """A rule whose whole check raises ``Unresolved`` (a fact it needed cannot be established) used
+    to be dropped for that file without a word; now the file is listed as not judged by that rule,
+    with the reason, and --strict would fail on it."""
+    from pp_attr_lint.engine.check import check
+    from pp_attr_lint.resolve import Unresolved
+    from pp_attr_lint.rule_api import Rule
+    from pp_attr_lint.workspace.cache import Cache
+
+    class Needy(Rule):
+        def check(self, ctx):
+            raise Unresolved("module-not-found", "module `vllm.sequence` not found")
+
+    (tmp_path / "m.py").write_text("x = 1\n")
+    rule = Needy(code="PPX900", name="needy", needles=("x",))
+    got = check([tmp_path / "m.py"], [rule], cache=Cache(None, "", enabled=False), explicit={str(tmp_path / "m.py")})
+    assert got.findings == []
+    assert [(n.code, n.reason, n.row) for n in got.not_judged] == [("PPX900", "module-not-found", 1)]
+    assert "vllm.sequence" in got.not_judged[0].detail

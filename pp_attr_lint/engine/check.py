@@ -328,8 +328,14 @@ def _analyze_group(project: Project, states: list, rules, explicit,
                 continue  # its prefilter turned the file down: another rule's hit made it checked
             try:
                 got = list(rule.check(ctx))
-            except (RecursionError, Unresolved):  # too deep to follow, or not understood: silent
-                continue
+            except Unresolved as e:
+                # a fact the whole check needed cannot be established (a base of vLLM's that is not
+                # installed): the file is not judged by this rule, and that is said, not passed
+                got = [NotJudged(code=rule.code, reason=e.reason, detail=f"the whole file: {e.detail}", path=st.path,
+                                 row=1, column=1, dep_path=e.path)]
+            except RecursionError:
+                got = [NotJudged(code=rule.code, reason="recursion-limit", path=st.path, row=1, column=1,
+                                 detail="the whole file: Python's recursion limit was reached")]
             for f in got:
                 if isinstance(f, NotJudged):
                     file_unjudged.append(f)
