@@ -421,3 +421,41 @@ def test_a_rule_check_that_cannot_establish_a_fact_is_listed_not_dropped(tmp_pat
     assert got.findings == []
     assert [(n.code, n.reason, n.row) for n in got.not_judged] == [("PPX900", "module-not-found", 1)]
     assert "vllm.sequence" in got.not_judged[0].detail
+
+
+def test_plugin_without_vllm_is_not_judged_not_passed(tmp_path):
+    """A plugin's tied head on a first-rank-only embedding, checked with no vLLM importable: the
+    wrapper's SupportsPP base cannot be read, so the read is listed as not judged (and --strict
+    fails) instead of "All checks passed!"; with the stub vLLM as --src it is reported."""
+    from helpers import REPO
+
+    pkg = write(tmp_path, {"foo/__init__.py": "", "foo/model.py": """\
+        from torch import nn
+        from vllm.distributed import get_pp_group
+        from vllm.model_executor.models.interfaces import SupportsPP
+        from vllm.model_executor.models.utils import PPMissingLayer
+
+
+        class FooModel(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                if get_pp_group().is_first_rank:
+                    self.embed_tokens = nn.Identity()
+                else:
+                    self.embed_tokens = PPMissingLayer()
+
+
+        class FooForCausalLM(nn.Module, SupportsPP):
+            def __init__(self, config):
+                super().__init__()
+                self.model = FooModel(config)
+                self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors
+                if get_pp_group().is_last_rank:
+                    self.lm_head = nn.Identity()
+                    self.lm_head.weight = self.model.embed_tokens.weight
+        """})
+    alone = run_cli("check", "foo", "--no-cache", "--python", "none", "--strict", cwd=pkg)
+    assert alone.rc == 1 and "PPA101 could not judge this read (module-not-found)" in alone.stdout, alone.stdout
+    stub = run_cli("check", "foo", "--no-cache", "--python", "none", "--src", REPO / "fixtures" / "ppstub",
+                   "--output-format", "json", cwd=pkg)
+    assert [(f["code"], f["location"]["row"]) for f in stub.json()] == [("PPA101", 23)]
