@@ -852,6 +852,15 @@ def _rename(f, how) -> tuple:
 from .index.spec import RANK_FACTS_KEY as FACTS_KEY  # noqa: E402  (one key for collector and rules)
 
 
+
+def _store_pattern(attr: str):
+    """A regular expression for a store of ``.<attr>`` in source text: ``x.attr = ...``, an
+    augmented ``x.attr += ...``, or ``setattr(x, "attr", ...)``."""
+    import re
+
+    return re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
+                      r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
+
 class RankFacts:
     """Answers, across files, what an attribute holds on each rank (memoized per run)."""
 
@@ -1025,8 +1034,6 @@ class RankFacts:
         root is ``self.<attr> = helper(...)``, ``helper`` a plain function with a known condition
         (the disjunction of those conditions), and no class there defines the name in its body or
         as a method (``setattr`` naming it, a tuple target, an augmented store: nothing known)."""
-        import re
-
         memo = self._memo.setdefault("unique-attr", {})
         if attr in memo:
             return memo[attr]
@@ -1034,8 +1041,7 @@ class RankFacts:
         files = self._tree_files(attr.encode())
         if not files:
             return None
-        pat = re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
-                         r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
+        pat = _store_pattern(attr)
         needs = []
         for _path, module, tree, lines in files:
             every = plain = 0
@@ -1305,13 +1311,10 @@ class RankFacts:
         if attr in memo:
             return memo[attr]
         memo[attr] = None
-        import re
-
         files = self._tree_files(attr.encode())
         if not files:
             return None
-        pat = re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
-                         r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
+        pat = _store_pattern(attr)
         values = set()
         for _path, _module, tree, lines in files:
             stores = every = 0
