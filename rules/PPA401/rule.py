@@ -83,8 +83,6 @@ def _class_facts(c, lines) -> dict | None:
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "intermediate_tensors" \
                 and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
             reads.append((n.slice.value, n))
-        if isinstance(n, ast.Name) and n.id == "intermediate_tensors" and isinstance(getattr(n, "ctx", None), ast.Load):
-            pass
     # the receiving side is only fully read when every use of intermediate_tensors is a literal subscript
     uses = [n for n in ast.walk(fwd) if isinstance(n, ast.Name) and n.id == "intermediate_tensors"]
     subscripted = {id(r[1].value) for r in reads}

@@ -218,15 +218,11 @@ def _judge(lw, methods, module_funcs, lines) -> list:
     todo = [root]
     while todo:
         f = todo.pop()
-        for node in ast.walk(f.node):
-            if node is not f.node and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                    and _direct_parent_fn(f.node, node):
+        for node in _own_nodes_with_defs(f.node):  # the functions defined in f's own body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 g = _Function(node, f"{f.qualname}.<locals>.{node.name}", f)
                 funcs.append(g)
                 todo.append(g)
-    by_name = {}
-    for f in funcs[1:]:
-        by_name.setdefault((id(f.parent), f.node.name), f)
     # helpers given a parameter dict: self.helper(params_dict, ...) and module_helper(params_dict, ...)
     helpers: dict[str, _Function] = {}
     for f in list(funcs):
@@ -312,11 +308,6 @@ def _judge(lw, methods, module_funcs, lines) -> list:
             out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
                         lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname, quant])
     return out
-
-
-def _direct_parent_fn(outer, inner) -> bool:
-    """Whether ``inner`` is defined in ``outer``'s own body (not in a function nested in it)."""
-    return any(n is inner for n in _own_nodes_with_defs(outer))
 
 
 def _own_nodes_with_defs(fn):

@@ -10,7 +10,6 @@ from pp_attr_lint.rule_api import Rule
 _PREDICATES = {F.FIRST_RANK_PREDICATE: "first", F.LAST_RANK_PREDICATE: "last"}
 # names of the pipeline's size: a test on them holds on every rank alike
 _SIZE_NAMES = frozenset({"world_size", "pp_size", "pipeline_parallel_size"})
-_EXITS = None  # ast exit statement types, set on first use
 
 
 def _ast():
@@ -209,10 +208,6 @@ def _rank_lits(conds, aliases):
     return out
 
 
-def _implies(lits: set, need: tuple) -> bool:
-    return need in lits
-
-
 class _Judge:
     def __init__(self, cls):
         self.cls = cls
@@ -248,7 +243,7 @@ class _Judge:
                 lits = _rank_lits(conds, al)
                 if lits is None or (method != "__init__" and method.startswith("_")):
                     return None  # stored under conditions not read, or by a method run who knows where
-                verdicts.append(_implies(lits, need))
+                verdicts.append(need in lits)
             return all(verdicts)
         names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
             n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
