@@ -1043,7 +1043,11 @@ class RankFacts:
             return None
         pat = _store_pattern(attr)
         needs = []
-        for _path, module, tree, lines in files:
+        for path, module in files:
+            got = self._parsed(path, module)
+            if got is None:
+                return None
+            _path, module, tree, lines = got
             every = plain = 0
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
@@ -1150,12 +1154,10 @@ class RankFacts:
         return out
 
     def _tree_files(self, *needles: bytes) -> list | None:
-        """``(path, module, tree, lines)`` of the ``.py`` files where callers can be
-        (:meth:`_scan_dirs`) whose bytes hold one of ``needles`` (parsed; the stats of every file
-        are recorded); ``None`` when one cannot be read or parsed, or a folder not found."""
+        """``(path, module)`` of the ``.py`` files where callers can be (:meth:`_scan_dirs`) whose
+        bytes hold one of ``needles``; ``None`` when one cannot be read or a folder is not found.
+        Each file is read once per run (its stat recorded); parse one with :meth:`_parsed`."""
         import os
-
-        from .index.spec import LineIndex
 
         dirs = self._scan_dirs()
         if dirs is None:
@@ -1164,29 +1166,38 @@ class RankFacts:
         if (dirs, needles) in by_needle:
             return by_needle[(dirs, needles)]
         by_needle[(dirs, needles)] = None
-        parsed = self._memo.setdefault("parsed", {})
+        contents = self._memo.setdefault("bytes", {})
         out = []
         for path, module in self._scan_paths(dirs):
-            try:
-                stat = os.stat(path)
-                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                return None
-            if not any(n in data for n in needles):
-                continue
-            if path not in parsed:
+            if path not in contents:
                 try:
-                    text = data.decode("utf-8")
-                    parsed[path] = (path, module, ast.parse(text), LineIndex(text))
-                except (SyntaxError, UnicodeDecodeError, ValueError):
-                    parsed[path] = None
-            if parsed[path] is None:
+                    stat = os.stat(path)
+                    self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                    with open(path, "rb") as fh:
+                        contents[path] = fh.read()
+                except OSError:
+                    contents[path] = None
+            data = contents[path]
+            if data is None:
                 return None
-            out.append(parsed[path])
+            if any(n in data for n in needles):
+                out.append((path, module))
         by_needle[(dirs, needles)] = out
         return out
+
+    def _parsed(self, path: str, module: str) -> tuple | None:
+        """``(path, module, tree, lines)`` of a file :meth:`_tree_files` listed (parsed once per
+        run); ``None`` when it does not decode or parse."""
+        from .index.spec import LineIndex
+
+        parsed = self._memo.setdefault("parsed", {})
+        if path not in parsed:
+            try:
+                text = self._memo["bytes"][path].decode("utf-8")
+                parsed[path] = (path, module, ast.parse(text), LineIndex(text))
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                parsed[path] = None
+        return parsed[path]
 
     def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
         """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``,
@@ -1316,7 +1327,11 @@ class RankFacts:
             return None
         pat = _store_pattern(attr)
         values = set()
-        for _path, _module, tree, lines in files:
+        for path, module in files:
+            got = self._parsed(path, module)
+            if got is None:
+                return None
+            _path, _module, tree, lines = got
             stores = every = 0
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
@@ -1375,7 +1390,11 @@ class RankFacts:
         related = {e for e in mro if e[0] != "<external>"}
         target = None
         sites = []  # (module, lines, call, function, owner class or None)
-        for path, module, tree, lines in files:
+        for path, module in files:
+            got = self._parsed(path, module)
+            if got is None:
+                return False
+            path, module, tree, lines = got
             strings, defs, attrs = self._index(path, tree)
             for _node, parent in strings.get(fname, ()):
                 if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "hasattr"):
