@@ -1156,8 +1156,8 @@ class RankFacts:
     def _tree_files(self, *needles: bytes) -> list | None:
         """``(path, module)`` of the ``.py`` files where callers can be (:meth:`_scan_dirs`) whose
         bytes hold one of ``needles``; ``None`` when one cannot be read or a folder is not found.
-        Each file is read once per run (its stat recorded); parse one with :meth:`_parsed`."""
-        import os
+        Each file is read once per run (:meth:`_bytes`); parse one with :meth:`_parsed`."""
+        import re
 
         dirs = self._scan_dirs()
         if dirs is None:
@@ -1166,24 +1166,36 @@ class RankFacts:
         if (dirs, needles) in by_needle:
             return by_needle[(dirs, needles)]
         by_needle[(dirs, needles)] = None
-        contents = self._memo.setdefault("bytes", {})
+        # every needle holds the shortest one's longest word (the name asked about): one search
+        # of that word turns most files down
+        core = max(re.findall(rb"\w+", min(needles, key=len)) or [b""], key=len)
+        if not all(core in n for n in needles):
+            core = b""
         out = []
         for path, module in self._scan_paths(dirs):
-            if path not in contents:
-                try:
-                    stat = os.stat(path)
-                    self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
-                    with open(path, "rb") as fh:
-                        contents[path] = fh.read()
-                except OSError:
-                    contents[path] = None
-            data = contents[path]
+            data = self._bytes(path)
             if data is None:
                 return None
-            if any(n in data for n in needles):
+            if core in data and any(n in data for n in needles):
                 out.append((path, module))
         by_needle[(dirs, needles)] = out
         return out
+
+    def _bytes(self, path: str) -> bytes | None:
+        """The content of a file under the scanned folders, read once per run (its stat recorded,
+        so that the cache knows the run depended on it); ``None`` when it cannot be read."""
+        import os
+
+        contents = self._memo.setdefault("bytes", {})
+        if path not in contents:
+            try:
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                with open(path, "rb") as fh:
+                    contents[path] = fh.read()
+            except OSError:
+                contents[path] = None
+        return contents[path]
 
     def _parsed(self, path: str, module: str) -> tuple | None:
         """``(path, module, tree, lines)`` of a file :meth:`_tree_files` listed (parsed once per
@@ -1270,11 +1282,11 @@ class RankFacts:
         header = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
         graph: dict = {}
         for path, _module in self._scan_paths(dirs):
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
+            data = self._bytes(path)
+            if data is None:
                 return None
+            if b"class" not in data:
+                continue
             for m in header.finditer(data):
                 for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2)):
                     graph.setdefault(base.decode(), set()).add(m.group(1).decode())

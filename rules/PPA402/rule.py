@@ -69,20 +69,15 @@ class _Function:
         for node in _own_nodes(fn):
             if isinstance(node, ast.Assign) and _params_dict_call(node.value):
                 self.dicts.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) \
+                    and getattr(node, "value", None) is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            self.derived.setdefault(n.id, set()).update(used)
-            elif isinstance(node, ast.NamedExpr):
-                self.derived.setdefault(node.target.id, set()).update(
-                    n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
-            if isinstance(node, (ast.Assign, ast.NamedExpr)) and any(
-                    isinstance(n, ast.Attribute) and n.attr == "quant_config" for n in ast.walk(node.value)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                self.quant_derived.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                used, quant = _names_in(node.value)
+                names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                for n in names:
+                    self.derived.setdefault(n, set()).update(used)
+                if quant and isinstance(node, (ast.Assign, ast.NamedExpr)):
+                    self.quant_derived.update(names)
             if isinstance(node, (ast.For, ast.comprehension)):
                 used = {n.id for n in ast.walk(node.iter) if isinstance(n, ast.Name)}
                 for n in ast.walk(node.target):
@@ -149,6 +144,19 @@ class _Function:
             a <= line <= b for a, b in self.catches)
 
 
+def _names_in(expr) -> tuple[set[str], bool]:
+    """The names ``expr`` reads, and whether it reads an attribute ``quant_config`` (one walk)."""
+    import ast
+
+    names, quant = set(), False
+    for n in ast.walk(expr):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute) and n.attr == "quant_config":
+            quant = True
+    return names, quant
+
+
 def _catches_key_error(handler) -> bool:
     import ast
 
@@ -177,11 +185,11 @@ def _collect(tree, lines) -> dict:
     for c in classes:
         # `self.start_layer, self.end_layer, self.layers = make_layers(...)`: this rank's slice (a
         # list assigned alone, as SGLang's `self.layers = make_layers(...)` without a PP rank, holds
-        # every layer); only classes whose text calls it are walked
+        # every layer); only the statements whose lines name it are walked
         if "make_layers" in texts[c.name] and any(
                 isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
                 and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "make_layers"
-                and any(isinstance(t, ast.Tuple) for t in n.targets) for n in ast.walk(c)):
+                and any(isinstance(t, ast.Tuple) for t in n.targets) for n in _nodes_naming(c, lines, "make_layers")):
             layered.add(c.name)
     changed = True
     while changed:  # a wrapper that constructs a layered class of this module holds its layers
@@ -189,9 +197,10 @@ def _collect(tree, lines) -> dict:
         for c in classes:
             if c.name in layered or "load_weights" not in texts[c.name]:
                 continue
-            if any(name + "(" in texts[c.name] for name in layered) and any(
+            called = [name for name in layered if name + "(" in texts[c.name]]
+            if called and any(
                     isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered
-                    for n in ast.walk(c)):
+                    for name in called for n in _nodes_naming(c, lines, name + "(")):
                 layered.add(c.name)
                 changed = True
     out = []
@@ -205,6 +214,33 @@ def _collect(tree, lines) -> dict:
         for rec in _judge(lw, methods, module_funcs, lines):
             out.append([c.name, *rec])
     return {"layered": sorted(layered), "lookups": out}
+
+
+def _nodes_naming(cls, lines, word: str):
+    """The nodes of the statements of class ``cls`` (at any depth) whose own lines hold ``word``:
+    a node whose text holds it lies in such a statement, so no other statement is walked."""
+    import ast
+    from bisect import bisect_left
+
+    marked = [i for i in range(cls.lineno, cls.end_lineno + 1) if word in lines.lines[i - 1]]
+    todo = list(cls.body)
+    while todo:
+        node = todo.pop()
+        k = bisect_left(marked, node.lineno)
+        if k == len(marked) or marked[k] > node.end_lineno:
+            continue  # no line of this statement holds the word
+        inner = [b for f in ("body", "orelse", "finalbody", "handlers") for b in getattr(node, f, ())]
+        for case in getattr(node, "cases", ()):  # a match_case has no lines of its own
+            inner += case.body
+            yield from (n for x in (case.pattern, case.guard) if x is not None for n in ast.walk(x))
+        if inner:
+            yield node
+            yield from (n for f in node._fields if f not in ("body", "orelse", "finalbody", "handlers", "cases")
+                        for v in [getattr(node, f)] for x in (v if isinstance(v, list) else [v])
+                        if isinstance(x, ast.AST) for n in ast.walk(x))
+            todo.extend(inner)
+        else:
+            yield from ast.walk(node)
 
 
 def _judge(lw, methods, module_funcs, lines) -> list:

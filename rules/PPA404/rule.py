@@ -300,7 +300,7 @@ def _collect(tree, lines) -> list:
             got = memo.get(name)
             if got is None:
                 m = methods[name]
-                al = _aliases(m)
+                al = _aliases(m) if "get_pp_group" in bodies[name] else set()  # no call of it: no walk
                 got = memo[name] = [(call.func.attr, call, conds, al) for call, conds in _paths(m).values()
                                     if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
                                     and call.func.value.id == "self"]
