@@ -28,6 +28,7 @@ from typing import Any
 
 from . import facts as F
 from .index.summary import child_nodes, dotted_name, ref_chain
+from .index.summary import walk as _fast_walk
 from .resolve import adds_no_attribute
 
 TRUE = ("T",)
@@ -238,7 +239,7 @@ def _guards_chain(test: ast.AST, chains: set) -> None:
             c = ref_chain(sub.value.value)
             if c is not None:
                 chains.add((("#index", *c, ast.dump(sub.value.slice)), sub.attr))
-    for sub in ast.walk(test):
+    for sub in _fast_walk(test):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("isinstance", "hasattr", "getattr") and sub.args:
             c = ref_chain(sub.args[0])
             if c is None:
@@ -560,7 +561,7 @@ def _bound_in(fn) -> frozenset[str]:
     names, nested definitions): they are not the enclosing method's."""
     a = fn.args
     out = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
-    for sub in ast.walk(fn):
+    for sub in _fast_walk(fn):
         if sub is fn:
             continue
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
@@ -582,7 +583,7 @@ def _only_called(outer, name: str) -> bool:
     """Whether every use of ``name`` in function ``outer`` calls it (``name(...)``): it is not
     handed out, returned, rebound or deleted, so its calls are all its runs."""
     calls = loads = 0
-    for sub in ast.walk(outer):
+    for sub in _fast_walk(outer):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
             calls += 1
         elif isinstance(sub, ast.Name) and sub.id == name:
@@ -609,8 +610,8 @@ def _call_constants(fn, call: ast.Call) -> dict:
     positional = a.posonlyargs + a.args
     defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
     defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-    rebound = {sub.id for sub in ast.walk(fn) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
-    rebound |= {n for sub in ast.walk(fn) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
+    rebound = {sub.id for sub in _fast_walk(fn) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+    rebound |= {n for sub in _fast_walk(fn) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
     bound = dict(zip([p.arg for p in positional], call.args))
     bound.update({k.arg: k.value for k in call.keywords})
     out = {}
@@ -829,7 +830,7 @@ def truthy_only_when(fn: ast.FunctionDef, lines) -> tuple | None:
     need = f_or(*(f_and(guard, value) for guard, value in w.returns if value is not None))
     if need == TRUE:
         return None
-    bare = {n.id for n in own if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    bare = {n.id for n in own if isinstance(n, ast.Name)} | {a.arg for a in _fast_walk(fn.args) if isinstance(a, ast.arg)}
     shared = {n.attr for n in own if isinstance(n, ast.Attribute) and ref_chain(n) is not None} | {
         n.args[1].value for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr"
         and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)}
@@ -1049,7 +1050,7 @@ class RankFacts:
                 return None
             _path, module, tree, lines = got
             every = plain = 0
-            for node in ast.walk(tree):
+            for node in _fast_walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
                     return None
                 if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
@@ -1345,7 +1346,7 @@ class RankFacts:
                 return None
             _path, _module, tree, lines = got
             stores = every = 0
-            for node in ast.walk(tree):
+            for node in _fast_walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
                     return None
                 if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
@@ -1498,7 +1499,7 @@ class RankFacts:
                 break  # found but unreadable: cannot be told
             answer = False
             lines = LineIndex(text)
-            for fn in ast.walk(tree):
+            for fn in _fast_walk(tree):
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])

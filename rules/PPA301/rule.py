@@ -10,6 +10,14 @@ from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path, read_source
 
 
+def _fast_walk(node):
+    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
+    loads the rules but no analysis code)."""
+    from pp_attr_lint.index.summary import walk
+
+    return walk(node)
+
+
 # characters str.splitlines() breaks at and Python's tokenizer does not
 _OTHER_LINE_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
@@ -210,7 +218,7 @@ class SkippedInitAttribute(Rule):
                 continue
             me = fn.args.args[0].arg
             if any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
-                   for sub in ast.walk(fn)):
+                   for sub in _fast_walk(fn)):
                 out[fn.name] = ({}, ())  # `self` rebound: not the instance throughout
                 continue
             found: dict = {}
@@ -221,7 +229,7 @@ class SkippedInitAttribute(Rule):
                 f0 = todo.pop()
                 done.add(id(f0))
                 for node in _unconditional(f0.body):
-                    for sub in ast.walk(node):
+                    for sub in _fast_walk(node):
                         if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
                                 isinstance(sub.value, ast.Name) and sub.value.id == me:
                             found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
@@ -387,10 +395,10 @@ def _nested_helpers(fn, me: str) -> dict:
         a = node.args
         params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
         if me in params or any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
-                               for sub in ast.walk(node)):
+                               for sub in _fast_walk(node)):
             continue
         calls = loads = 0
-        for sub in ast.walk(fn):
+        for sub in _fast_walk(fn):
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
                 calls += 1
             elif isinstance(sub, ast.Name) and sub.id == name:

@@ -7,6 +7,14 @@ import re
 
 from pp_attr_lint.rule_api import Rule
 
+
+def _fast_walk(node):
+    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
+    loads the rules but no analysis code)."""
+    from pp_attr_lint.index.summary import walk
+
+    return walk(node)
+
 # calls and names that skip, or decide on, what another rank owns: a lookup in a function that
 # uses one of them in a way this rule does not read is left alone (precision over recall)
 _SKIP_CALL = "is_pp_missing_parameter"
@@ -27,15 +35,16 @@ def _scopes():
 
 
 def _own_nodes(fn):
-    """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out."""
-    import ast
+    """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out (and the
+    context and operator leaves, as :func:`_fast_walk`)."""
+    from pp_attr_lint.index.summary import child_nodes
 
     _SCOPES = _scopes()
     stack = [n for n in fn.body if not isinstance(n, _SCOPES)]
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+        stack.extend(c for c in child_nodes(node) if not isinstance(c, _SCOPES))
 
 
 def _params_dict_call(node) -> bool:
@@ -73,14 +82,14 @@ class _Function:
                     and getattr(node, "value", None) is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
                 used, quant = _names_in(node.value)
-                names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+                names = [n.id for t in targets for n in _fast_walk(t) if isinstance(n, ast.Name)]
                 for n in names:
                     self.derived.setdefault(n, set()).update(used)
                 if quant and isinstance(node, (ast.Assign, ast.NamedExpr)):
                     self.quant_derived.update(names)
             if isinstance(node, (ast.For, ast.comprehension)):
-                used = {n.id for n in ast.walk(node.iter) if isinstance(n, ast.Name)}
-                for n in ast.walk(node.target):
+                used = {n.id for n in _fast_walk(node.iter) if isinstance(n, ast.Name)}
+                for n in _fast_walk(node.target):
                     if isinstance(n, ast.Name):
                         self.derived.setdefault(n.id, set()).update(used)
             if isinstance(node, ast.Name) and _rank_word(node.id):
@@ -97,7 +106,7 @@ class _Function:
                     self.guards.append((node.lineno, node.args[0].id))  # params_dict.get(name)
             elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
                 # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`
-                self.guards.extend((node.lineno, n.id) for n in ast.walk(node.left) if isinstance(n, ast.Name))
+                self.guards.extend((node.lineno, n.id) for n in _fast_walk(node.left) if isinstance(n, ast.Name))
             elif isinstance(node, ast.Try):
                 if any(_catches_key_error(h) for h in node.handlers):
                     self.catches.append((node.body[0].lineno, node.body[-1].end_lineno))
@@ -113,9 +122,9 @@ class _Function:
         for node in _own_nodes(self.node):
             if isinstance(node, (ast.Assign, ast.NamedExpr)) and node.value is not None:
                 if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
-                       for c in ast.walk(node.value)):
+                       for c in _fast_walk(node.value)):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    self.guards.extend((node.lineno, n.id) for t in targets for n in ast.walk(t)
+                    self.guards.extend((node.lineno, n.id) for t in targets for n in _fast_walk(t)
                                        if isinstance(n, ast.Name))
 
     def all_dicts(self) -> set[str]:
@@ -149,7 +158,7 @@ def _names_in(expr) -> tuple[set[str], bool]:
     import ast
 
     names, quant = set(), False
-    for n in ast.walk(expr):
+    for n in _fast_walk(expr):
         if isinstance(n, ast.Name):
             names.add(n.id)
         elif isinstance(n, ast.Attribute) and n.attr == "quant_config":
@@ -232,15 +241,15 @@ def _nodes_naming(cls, lines, word: str):
         inner = [b for f in ("body", "orelse", "finalbody", "handlers") for b in getattr(node, f, ())]
         for case in getattr(node, "cases", ()):  # a match_case has no lines of its own
             inner += case.body
-            yield from (n for x in (case.pattern, case.guard) if x is not None for n in ast.walk(x))
+            yield from (n for x in (case.pattern, case.guard) if x is not None for n in _fast_walk(x))
         if inner:
             yield node
             yield from (n for f in node._fields if f not in ("body", "orelse", "finalbody", "handlers", "cases")
                         for v in [getattr(node, f)] for x in (v if isinstance(v, list) else [v])
-                        if isinstance(x, ast.AST) for n in ast.walk(x))
+                        if isinstance(x, ast.AST) for n in _fast_walk(x))
             todo.extend(inner)
         else:
-            yield from ast.walk(node)
+            yield from _fast_walk(node)
 
 
 def _judge(lw, methods, module_funcs, lines) -> list:
@@ -300,7 +309,7 @@ def _judge(lw, methods, module_funcs, lines) -> list:
                     kw = next((w.value for w in call.keywords if w.arg == f.params[k]), None)
                     arg = kw
                 found = True
-                names = [n.id for n in ast.walk(arg) if isinstance(n, ast.Name)] if arg is not None else []
+                names = [n.id for n in _fast_walk(arg) if isinstance(n, ast.Name)] if arg is not None else []
                 if not names:
                     return None  # no name to follow
                 if caller.opaque:

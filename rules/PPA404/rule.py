@@ -7,6 +7,14 @@ from __future__ import annotations
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 
+
+def _fast_walk(node):
+    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
+    loads the rules but no analysis code)."""
+    from pp_attr_lint.index.summary import walk
+
+    return walk(node)
+
 _PREDICATES = {F.FIRST_RANK_PREDICATE: "first", F.LAST_RANK_PREDICATE: "last"}
 # names of the pipeline's size: a test on them holds on every rank alike
 _SIZE_NAMES = frozenset({"world_size", "pp_size", "pipeline_parallel_size"})
@@ -37,7 +45,7 @@ def _aliases(fn) -> set[str]:
     """Locals bound to ``get_pp_group()`` in ``fn``."""
     ast = _ast()
     out = set()
-    for n in ast.walk(fn):
+    for n in _fast_walk(fn):
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) \
                 and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "get_pp_group":
             out.update(t.id for t in n.targets if isinstance(t, ast.Name))
@@ -100,7 +108,7 @@ def _paths(fn):
                     visit_expr(child, conds)
 
     def visit_expr(e, conds):
-        for n in ast.walk(e):
+        for n in _fast_walk(e):
             if isinstance(n, ast.Call):
                 out[id(n)] = (n, conds)
 
@@ -245,8 +253,8 @@ class _Judge:
                     return None  # stored under conditions not read, or by a method run who knows where
                 verdicts.append(need in lits)
             return all(verdicts)
-        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-            n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+        names = {n.id for n in _fast_walk(node) if isinstance(n, ast.Name)} | {
+            n.attr for n in _fast_walk(node) if isinstance(n, ast.Attribute)}
         if names & _SIZE_NAMES or isinstance(node, ast.Constant):
             return False  # the pipeline's size: the same on every rank
         return None  # a call, a parameter, an attribute of another object: may depend on the rank
