@@ -1281,16 +1281,18 @@ class RankFacts:
             return memo[dirs]
         memo[dirs] = None
         header = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+        per_file = self._memo.setdefault("class-headers", {})  # path -> [(base, class)]
         graph: dict = {}
         for path, _module in self._scan_paths(dirs):
-            data = self._bytes(path)
-            if data is None:
-                return None
-            if b"class" not in data:
-                continue
-            for m in header.finditer(data):
-                for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2)):
-                    graph.setdefault(base.decode(), set()).add(m.group(1).decode())
+            if path not in per_file:
+                data = self._bytes(path)
+                if data is None:
+                    return None
+                per_file[path] = [(base.decode(), m.group(1).decode()) for m in header.finditer(data)
+                                  for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2))
+                                  ] if b"class" in data else []
+            for base, name in per_file[path]:
+                graph.setdefault(base, set()).add(name)
         memo[dirs] = graph
         return graph
 
