@@ -34,17 +34,22 @@ def _scopes():
     return (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _own_nodes(fn):
+def _own_nodes(fn, scopes: list | None = None):
     """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out (and the
-    context and operator leaves, as :func:`_fast_walk`)."""
+    context and operator leaves, as :func:`_fast_walk`); ``scopes`` gets those left out, in the
+    order met."""
     from pp_attr_lint.index.summary import child_nodes
 
     _SCOPES = _scopes()
-    stack = [n for n in fn.body if not isinstance(n, _SCOPES)]
+    stack = list(fn.body)
     while stack:
         node = stack.pop()
+        if isinstance(node, _SCOPES):
+            if scopes is not None:
+                scopes.append(node)
+            continue
         yield node
-        stack.extend(c for c in child_nodes(node) if not isinstance(c, _SCOPES))
+        stack.extend(child_nodes(node))
 
 
 def _params_dict_call(node) -> bool:
@@ -75,7 +80,11 @@ class _Function:
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
         self.quant_derived: set[str] = set()  # names computed from `self.quant_config`
-        for node in _own_nodes(fn):
+        scopes: list = []
+        self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
+        for node in _own_nodes(fn, scopes):
+            if isinstance(node, (ast.Assign, ast.NamedExpr)):
+                self.assigns.append(node)
             if isinstance(node, ast.Assign) and _params_dict_call(node.value):
                 self.dicts.update(t.id for t in node.targets if isinstance(t, ast.Name))
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) \
@@ -114,13 +123,16 @@ class _Function:
                     and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Name):
                 self.lookups.append(node)
 
+        # the functions defined in the own body (not in a nested class or lambda)
+        self.defs = [n for n in scopes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
     def checked_by_callee(self, dicts: set[str]) -> None:
         """Names computed by a call that is handed a parameter dict count as tested against it
         (``maybe_remap_kv_scale_name(name, params_dict)`` returns ``None`` for a name not in it)."""
         import ast
 
-        for node in _own_nodes(self.node):
-            if isinstance(node, (ast.Assign, ast.NamedExpr)) and node.value is not None:
+        for node in self.assigns:
+            if node.value is not None:
                 if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
                        for c in _fast_walk(node.value)):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -263,11 +275,10 @@ def _judge(lw, methods, module_funcs, lines) -> list:
     todo = [root]
     while todo:
         f = todo.pop()
-        for node in _own_nodes_with_defs(f.node):  # the functions defined in f's own body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                g = _Function(node, f"{f.qualname}.<locals>.{node.name}", f)
-                funcs.append(g)
-                todo.append(g)
+        for node in f.defs:  # the functions defined in f's own body
+            g = _Function(node, f"{f.qualname}.<locals>.{node.name}", f)
+            funcs.append(g)
+            todo.append(g)
     # helpers given a parameter dict: self.helper(params_dict, ...) and module_helper(params_dict, ...)
     helpers: dict[str, _Function] = {}
     for f in list(funcs):
@@ -353,18 +364,6 @@ def _judge(lw, methods, module_funcs, lines) -> list:
             out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
                         lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname, quant])
     return out
-
-
-def _own_nodes_with_defs(fn):
-    import ast
-
-    stack = list(fn.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
 
 
 _PARAMS_DICT = re.compile(rb"dict\(\s*self\.named_parameters\(")
