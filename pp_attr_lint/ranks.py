@@ -862,6 +862,9 @@ def _store_pattern(attr: str):
     return re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
                       r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
 
+_NOT_ACCEPTED = object()  # a store the question cannot use (see RankFacts._attribute_stores)
+
+
 class RankFacts:
     """Answers, across files, what an attribute holds on each rank (memoized per run)."""
 
@@ -1039,35 +1042,17 @@ class RankFacts:
         if attr in memo:
             return memo[attr]
         memo[attr] = None
-        files = self._tree_files(attr.encode())
-        if not files:
-            return None
-        pat = _store_pattern(attr)
-        needs = []
-        for path, module in files:
-            got = self._parsed(path, module)
-            if got is None:
-                return None
-            _path, module, tree, lines = got
-            every = plain = 0
-            for node in _fast_walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
-                    return None
-                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
-                    return None
-                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    every += 1
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
-                        and node.targets[0].attr == attr and isinstance(node.targets[0].value, ast.Name) \
-                        and node.targets[0].value.id == "self":
-                    callee = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
-                    need = self._helper(module, callee) if callee else None
-                    if need is None:
-                        return None
-                    plain += 1
-                    needs.append(need)
-            if every != plain or len(pat.findall("".join(lines.lines))) != plain:
-                return None
+
+        def judge(module, node, target):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self":
+                callee = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
+                need = self._helper(module, callee) if callee else None
+                if need is not None:
+                    return need
+            return _NOT_ACCEPTED
+
+        needs = self._attribute_stores(attr, judge)
         if not needs:
             return None
         memo[attr] = f_or(*dict.fromkeys(needs))
@@ -1328,6 +1313,43 @@ class RankFacts:
         memo[path] = (strings, defs, attrs)
         return memo[path]
 
+    def _attribute_stores(self, attr: str, judge) -> list | None:
+        """``[judge(module, store, target)]`` for every store of ``.<attr>`` (an ``Assign`` or
+        ``AnnAssign`` whose ``target`` is that attribute) in the ``.py`` files under the checked
+        root, file by file; ``None`` when there is none, when ``judge`` returns
+        :data:`_NOT_ACCEPTED` (the scan stops there), when another kind of store exists (augmented,
+        a tuple target, ``del``, ``setattr``), when a function or a class body defines the name,
+        or when a file cannot be read or parsed."""
+        files = self._tree_files(attr.encode())
+        if not files:
+            return None
+        pat = _store_pattern(attr)
+        out = []
+        for path, module in files:
+            got = self._parsed(path, module)
+            if got is None:
+                return None
+            _path, module, tree, lines = got
+            every = stores = 0
+            for node in _fast_walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
+                    return None
+                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
+                    return None
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    every += 1
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        if isinstance(t, ast.Attribute) and t.attr == attr:
+                            stores += 1
+                            got = judge(module, node, t)
+                            if got is _NOT_ACCEPTED:
+                                return None
+                            out.append(got)
+            if every != stores or len(pat.findall("".join(lines.lines))) != stores:
+                return None  # another kind of store (augmented, a tuple target, setattr)
+        return out
+
     def rank_alias(self, attr: str) -> tuple | None:
         """``LAST`` / ``FIRST`` when every store of ``.<attr>`` under the checked root is
         ``self.<attr> = <rank test>`` (``self.is_last_pp_rank = get_pp_group().is_last_rank``,
@@ -1337,33 +1359,7 @@ class RankFacts:
         if attr in memo:
             return memo[attr]
         memo[attr] = None
-        files = self._tree_files(attr.encode())
-        if not files:
-            return None
-        pat = _store_pattern(attr)
-        values = set()
-        for path, module in files:
-            got = self._parsed(path, module)
-            if got is None:
-                return None
-            _path, _module, tree, lines = got
-            stores = every = 0
-            for node in _fast_walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
-                    return None
-                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
-                    return None
-                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    every += 1
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for t in targets:
-                        if isinstance(t, ast.Attribute) and t.attr == attr:
-                            stores += 1
-                            values.add(formula(node.value))
-            text = "".join(lines.lines)
-            if every != stores or len(pat.findall(text)) != stores:
-                return None  # another kind of store (augmented, a tuple target, setattr)
+        values = set(self._attribute_stores(attr, lambda module, node, target: formula(node.value)) or ())
         if len(values) == 1 and next(iter(values)) in (LAST, FIRST):
             memo[attr] = next(iter(values))
         return memo[attr]
