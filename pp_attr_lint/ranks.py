@@ -29,7 +29,7 @@ from typing import Any
 from . import facts as F
 from .index.summary import child_nodes, dotted_name, ref_chain
 from .index.summary import walk as _fast_walk
-from .resolve import adds_no_attribute
+from .resolve import Unresolved, adds_no_attribute
 
 TRUE = ("T",)
 FIRST = ("a", "@first")
@@ -1534,8 +1534,10 @@ class RankFacts:
             return memo[module]
         memo[module] = True  # while it is being answered
         registered = []
+        engines = set()  # the top-level packages of the registries that list the module
         for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ():
             if full == module:
+                engines.add(module.split(".", 1)[0])
                 registered.append((module, cls))
             elif module.startswith(full + "."):
                 # an entry naming the package (vLLM 0.33.0 `vllm.models.glm5next`) whose
@@ -1545,8 +1547,12 @@ class RankFacts:
                 except Exception:
                     key = None
                 if key is not None and key[0] == module:
+                    engines.add(module.split(".", 1)[0])
                     registered.append(key)
-        registered += [key for _arch, _top, key, _name, _m, _line in self.registrations() if key and key[0] == module]
+        for _arch, top, key, _name, _m, _line in self.registrations():
+            if key and key[0] == module:
+                registered.append(key)
+                engines.add(top)
         ok = True
         if registered:
             ok = False
@@ -1558,8 +1564,61 @@ class RankFacts:
                 except Exception:
                     ok = True  # cannot tell: judge it
                     break
+        if not ok and not all(top and self.refuses_unsupported_models(top) for top in sorted(engines, key=str)):
+            memo[module] = True
+            # the registered model lacks the protocol, but that the engine then refuses it is not
+            # in the tree: neither judged as a PP model nor passed as one that never runs under PP
+            raise Unresolved("engine-fact-unknown", f"`{module}`'s registered classes do not list "
+                             f"`{F.PP_PROTOCOL}`, and no check in the analysed code refuses pipeline "
+                             "parallelism for such a model")
         memo[module] = ok
         return ok
+
+    def refuses_unsupported_models(self, top: str) -> bool:
+        """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
+        > 1`` for a model that does not support it: some function of a module of ``top`` under the
+        scanned folders (:meth:`_scan_dirs`: the checked root and the packages it imports, the
+        engine a plugin runs in included) raises on every path
+        where ``pipeline_parallel_size > 1`` holds and a call named for PP support (``...
+        is_pp_supported_model(...)``, ``supports_pp(...)``) returns false.  vLLM 0.10.0 has it in
+        vllm/config.py, 0.21.0 to 0.33.0 and Aphrodite 0.24.1 in ``<pkg>/config/model.py``
+        (``raise NotImplementedError("Pipeline parallelism is not supported for this model. ...")``);
+        SGLang 0.5.23 has none.  False when none is found or a file cannot be read."""
+        memo = self._memo.setdefault("refuses-unsupported", {})
+        dirs = self._scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        memo[(dirs, top)] = answer = False
+        for path, module in self._tree_files(b"pp_supported", b"supports_pp") or ():
+            if module != top and not module.startswith(top + "."):
+                continue  # another package's check says nothing of this engine
+            got = self._parsed(path, module)
+            if got is None:
+                continue
+            _path, _module, tree, lines = got
+            for fn in _fast_walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+                if "pipeline_parallel_size" not in body or ("pp_supported" not in body and "supports_pp" not in body):
+                    continue
+                w = _ReturnWalker(lines, fn)
+                w.block(fn.body, TRUE, frozenset(), False, {})
+                if not w.raises:
+                    continue
+                raised = f_or(*w.raises)
+                for atom in sorted(_atoms(raised, set()) - {"@first", "@last"}):
+                    name = atom.split("(", 1)[0].rsplit(".", 1)[-1]
+                    if "(" in atom and ("pp_supported" in name or "supports_pp" in name) \
+                            and satisfying(f_and(f_not(("a", atom)), f_not(raised))) is None:
+                        answer = True  # the model not supported under PP: a raise on every path
+                        break
+                if answer:
+                    break
+            if answer:
+                break
+        memo[(dirs, top)] = answer
+        return answer
 
     def registrations(self) -> list:
         """:meth:`Resolver.registrations` of the checked files and of every other file of the

@@ -389,9 +389,13 @@ class UnownedParameterLoad(Rule):
             return []
         from pp_attr_lint import ranks
 
+        from pp_attr_lint.resolve import Unresolved
+
         try:
             if not ranks.RankFacts.of(ctx).module_runs_under_pp(ctx.module):
                 return []  # a registered model that does not support pipeline parallelism
+        except Unresolved:
+            raise  # whether the engine refuses the model is not known: the file is not judged
         except Exception:  # noqa: BLE001  (cannot tell: judge it)
             pass
         out = []
