@@ -47,13 +47,26 @@ class SkippedInitAttribute(Rule):
 
     def check(self, ctx):
         out = []
+        unresolved = ctx.shared.setdefault(("PPA301", "unresolved"), {})
         for cname, rec in ctx.summary["classes"].items():
             if not _judged(cname, rec):
                 continue
             init = rec["methods"]["__init__"]
-            f = self._judge_class(ctx, (ctx.module, cname), rec, init)
+            key = (ctx.module, cname)
+            f = self._judge_class(ctx, key, rec, init)
             if f is not None:
                 out.append(f)
+            elif key in unresolved and unresolved[key].reason in _CODE_NOT_HERE:
+                # the MRO leads into code the run does not have (a renamed copy whose absolute
+                # imports name the original package, a plugin without vLLM): which base
+                # `__init__` the explicit call skips cannot be told, and that is said
+                from pp_attr_lint.model import NotJudged
+
+                e = unresolved[key]
+                out.append(NotJudged(code=self.code, reason=e.reason, path=ctx.file.path, row=rec["line"], column=1,
+                                     detail=f"`{cname}.__init__` "
+                                            f"{_how(init).removesuffix(', which').removesuffix(' and so')}: {e.detail}",
+                                     dep_path=e.path))
         out.extend(self._judge_callers(ctx))
         return out
 
@@ -70,7 +83,8 @@ class SkippedInitAttribute(Rule):
             r.check_resolved(key)
             mro = r.mro(key)
             inits = r.executed_inits(key)
-        except Unresolved:
+        except Unresolved as e:
+            ctx.shared.setdefault(("PPA301", "unresolved"), {})[key] = e
             return []
         executed = {id(s) for _, s in inits}
         if any(s.get("passes_self") for _, s in inits):
@@ -494,6 +508,9 @@ def _exits(body: list) -> bool:
 
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
+
+# reasons that mean the analysed code lacks what a verdict needs (not a shape the rule cannot read)
+_CODE_NOT_HERE = ("module-not-found", "unknown-base", "syntax-error")
 
 _PLAIN_BASES = {"object", "nn.Module", "torch.nn.Module", "Module", "ABC", "abc.ABC", "Protocol", "Generic"}
 
