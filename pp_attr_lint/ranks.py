@@ -662,26 +662,16 @@ def _placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
     (``x.attr = PPMissingLayer()``, ``self.norm = RMSNorm(...) if last else PPMissingLayer()``).
     Only the statements whose lines hold that name are visited (an assignment is always a
     statement), not every node of the module."""
-    from bisect import bisect_left
+    from .index.summary import statements_on_lines
 
     marked = [i for i, text in enumerate(lines.lines, 1) if F.PLACEHOLDER_CLASS in text]
     if not marked:
         return frozenset()
     out = set()
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        k = bisect_left(marked, node.lineno)
-        if k == len(marked) or marked[k] > node.end_lineno:
-            continue  # no line of this statement names the placeholder
-        if isinstance(node, ast.Assign):
-            if F.PLACEHOLDER_CLASS in "".join(lines.lines[node.value.lineno - 1:node.value.end_lineno]):
-                out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            todo.extend(getattr(node, field, ()))
-        for case in getattr(node, "cases", ()):  # match statements (a match_case has no lines)
-            todo.extend(case.body)
+    for node in statements_on_lines(tree.body, marked):
+        if isinstance(node, ast.Assign) \
+                and F.PLACEHOLDER_CLASS in "".join(lines.lines[node.value.lineno - 1:node.value.end_lineno]):
+            out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
     return frozenset(out)
 
 

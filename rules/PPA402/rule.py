@@ -241,27 +241,24 @@ def _nodes_naming(cls, lines, word: str):
     """The nodes of the statements of class ``cls`` (at any depth) whose own lines hold ``word``:
     a node whose text holds it lies in such a statement, so no other statement is walked."""
     import ast
-    from bisect import bisect_left
 
+    from pp_attr_lint.index.summary import statements_on_lines
+
+    blocks = ("body", "orelse", "finalbody", "handlers", "cases")
     marked = [i for i in range(cls.lineno, cls.end_lineno + 1) if word in lines.lines[i - 1]]
-    todo = list(cls.body)
-    while todo:
-        node = todo.pop()
-        k = bisect_left(marked, node.lineno)
-        if k == len(marked) or marked[k] > node.end_lineno:
-            continue  # no line of this statement holds the word
-        inner = [b for f in ("body", "orelse", "finalbody", "handlers") for b in getattr(node, f, ())]
-        for case in getattr(node, "cases", ()):  # a match_case has no lines of its own
-            inner += case.body
+    for node in statements_on_lines(cls.body, marked):
+        if not any(getattr(node, f, None) for f in blocks):
+            yield from _fast_walk(node)  # a simple statement: all of it
+            continue
+        yield node  # a compound one: its own expressions (its blocks' statements come on their own)
+        for f in node._fields:
+            if f not in blocks:
+                v = getattr(node, f)
+                for x in v if isinstance(v, list) else [v]:
+                    if isinstance(x, ast.AST):
+                        yield from _fast_walk(x)
+        for case in getattr(node, "cases", ()):
             yield from (n for x in (case.pattern, case.guard) if x is not None for n in _fast_walk(x))
-        if inner:
-            yield node
-            yield from (n for f in node._fields if f not in ("body", "orelse", "finalbody", "handlers", "cases")
-                        for v in [getattr(node, f)] for x in (v if isinstance(v, list) else [v])
-                        if isinstance(x, ast.AST) for n in _fast_walk(x))
-            todo.extend(inner)
-        else:
-            yield from _fast_walk(node)
 
 
 def _judge(lw, methods, module_funcs, lines) -> list:
