@@ -1149,6 +1149,14 @@ class RankFacts:
             out += memo[(folder, prefix)]
         return out
 
+    def tree_files(self, *needles: bytes) -> list | None:
+        """``(path, module, tree, lines)`` of the ``.py`` files of the analysed tree (the checked
+        root and the packages this file imports from outside it) whose bytes hold one of
+        ``needles``, parsed and memoized per run, their stats recorded for the cache; ``None`` when
+        one cannot be read or parsed, or a folder is not found.  For rules that look for the
+        callers or constructions of a name across the tree."""
+        return self._tree_files(*needles)
+
     def _tree_files(self, *needles: bytes) -> list | None:
         """``(path, module, tree, lines)`` of the ``.py`` files where callers can be
         (:meth:`_scan_dirs`) whose bytes hold one of ``needles`` (parsed; the stats of every file
