@@ -47,10 +47,11 @@ def _positional(fn) -> list[str]:
 
 
 def _accessors(tree, lines) -> list:
-    """``[[class, method, param, position, buffer, row, col, end_row, end_col, via]]``: each method
+    """``[[class, method, param, position, buffer, row, col, end_row, end_col, via, index]]``: each method
     of a top-level class that indexes ``self.<buffer>[<param> - self.start_layer]`` with one of
     its parameters, or with a local whose one store is that difference (``via`` ``None``), or passes a parameter unchanged to such a method of the same
-    class (``via`` that method's name; the index position is the one it leads to); a class whose
+    class (``via`` that method's name; the index position and text, ``index``, are the ones it leads
+    to); a class whose
     every store of ``self.start_layer`` is a constant (never a stage's range) has none."""
     ast = _ast()
     out = []
@@ -95,9 +96,12 @@ def _accessors(tree, lines) -> list:
                 param = local_of(s) or (aliases.get(s.id) if isinstance(s, ast.Name) else None)
                 if buf is None or param is None:
                     continue
+                index = ast.unparse(n)
+                if isinstance(s, ast.Name):
+                    index += f"` with `{s.id} = {param} - self.start_layer"
                 found[name] = [cls.name, name, param, params.index(param), buf, n.lineno,
                                lines.col(n.lineno, n.col_offset), n.end_lineno,
-                               lines.col(n.end_lineno, n.end_col_offset), None]
+                               lines.col(n.end_lineno, n.end_col_offset), None, index]
                 break
         changed = True
         while changed:  # a method that hands its parameter on unchanged to one of them
@@ -112,7 +116,8 @@ def _accessors(tree, lines) -> list:
                     target = found[n.func.attr]
                     arg = _argument(n, target[3], target[2])
                     if isinstance(arg, ast.Name) and arg.id in params and not _rebound(m, arg.id):
-                        found[name] = [cls.name, name, arg.id, params.index(arg.id), *target[4:9], n.func.attr]
+                        found[name] = [cls.name, name, arg.id, params.index(arg.id), *target[4:9], n.func.attr,
+                                       target[10]]
                         changed = True
                         break
         out += found.values()
@@ -519,13 +524,12 @@ class StageLocalLayerId(Rule):
 
     def _finding(self, ctx, acc, holders, call, arg, cls, fn, chain, why, path, site, text, lines):
         ast = _ast()
-        cname, m, param, _pos, buf, row, col, end_row, end_col, via = acc
+        cname, m, param, _pos, buf, row, col, end_row, end_col, via, index = acc
         value = ast.unparse(arg)
         recv = ".".join(chain)
-        index = f"self.{buf}[{param} - self.start_layer]"
         same = path == ctx.file.path
         caller = _qual(cls, fn)
-        message = (f"`{caller}` passes the constant layer id {value} to `{cname}.{m}` ({'this line' if same else site}), "
+        message = (f"`{caller}` passes the constant layer id {value} to `{cname}.{m}`{'' if same else f' ({site})'}, "
                    f"which reads `{index}`"
                    + (f" through `{via}`" if via else "")
                    + f": a pipeline stage's `{buf}` holds only its own layers, so on every stage whose "
