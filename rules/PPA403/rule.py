@@ -16,6 +16,7 @@ import re
 from pp_attr_lint.rule_api import Rule
 
 _INDEX = re.compile(rb"-\s*self\.start_layer\b")
+_INDEX_TEXT = re.compile(_INDEX.pattern.decode())
 # names whose test on the path to a call makes its constant a stage-aware choice
 _STAGE_WORDS = ("start_layer", "rank", "stage", "pp_", "pipeline")
 # how many construction hops an unannotated parameter is followed through
@@ -304,8 +305,16 @@ class _Receivers:
                     continue
                 where = f"{display_path(path)}:{node.lineno}"
                 dotted = _dotted(node)
+                scope = self.scope(module, cls.name if cls is not None else None, fn) if fn is not None else None
                 try:
-                    sym = self.r.resolve_dotted(module, dotted) if dotted else None
+                    if isinstance(node, ast.Name) and scope is not None and name in scope["locals"]:
+                        # a name bound inside the function (`from .backend import Backend` there)
+                        local = self.r._local_classes(name, module, scope)
+                        sym = ("class", *next(iter(local))) if local and len(local) == 1 else None
+                        if local and tuple(key) not in local:
+                            continue  # bound to other classes only
+                    else:
+                        sym = self.r.resolve_dotted(module, dotted) if dotted else None
                 except Exception:
                     sym = None
                 if sym is not None and sym[0] == "class":
@@ -398,8 +407,10 @@ class StageLocalLayerId(Rule):
         return b"self.start_layer" in data and _INDEX.search(data) is not None
 
     def collect(self, tree, lines):
-        # runs on every parsed file: one without the index shape has no accessor to read
-        if not any("self.start_layer" in line for line in lines.lines):
+        # runs on every parsed file: one whose text does not subtract `self.start_layer` has no
+        # accessor (the same test as the prefilter, so most files cost one search)
+        text = "".join(lines.lines)
+        if "self.start_layer" not in text or _INDEX_TEXT.search(text) is None:
             return None
         return _accessors(tree, lines) or None
 
