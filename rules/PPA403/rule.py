@@ -186,6 +186,20 @@ def _calls(tree, names: frozenset):
     return out
 
 
+def _resolver(ctx):
+    """A resolver of this rule's own for the checked file (kept in ``ctx.shared``): a resolver
+    memoizes each answer with what it met at the depth of its first question, so with the shared
+    one the questions of this rule would change the reasons other rules give for their reads, and
+    the questions other files asked first would change this file's."""
+    from pp_attr_lint.resolve import Resolver
+
+    key = ("PPA403:resolver", ctx.file.path)
+    got = ctx.shared.get(key)
+    if got is None or got.src is not ctx.project:
+        got = ctx.shared[key] = Resolver(ctx.project, ctx.resolver.settings)
+    return got
+
+
 class _NotEstablished(Exception):
     """The class of a receiver cannot be established: ``reason`` (an unjudged reason code) and
     ``detail``."""
@@ -202,7 +216,7 @@ class _Receivers:
     def __init__(self, ctx, rf):
         from pp_attr_lint.index.summary import scopes_by_line
 
-        self.ctx, self.rf, self.r = ctx, rf, ctx.resolver
+        self.ctx, self.rf, self.r = ctx, rf, _resolver(ctx)
         self._scopes = {}
         self._scopes_by_line = scopes_by_line
         self._built: dict = {}
@@ -474,7 +488,7 @@ class StageLocalLayerId(Rule):
         for ``m`` and one of them is this file's; else ``None``."""
         from pp_attr_lint.resolve import EXTERNAL, NONE_KEY, Unresolved
 
-        r = ctx.resolver
+        r = _resolver(ctx)
         hit, holders = None, []
         real = [k for k in classes if k != NONE_KEY]
         if not real:
