@@ -131,3 +131,13 @@ def test_a_stage_guarded_probe_and_a_constant_start_layer_stay_silent(tmp_path):
     pool = POOL.replace("self.start_layer = start_layer", "self.start_layer = 0")
     root2 = _tree(tmp_path / "b", pool=pool, runner=RUNNER, backend=BACKEND) if (tmp_path / "b").mkdir() is None else None
     assert _run(root2) == ([], [])
+
+
+def test_a_pool_never_built_with_a_stage_range_stays_silent(tmp_path):
+    # a sub-pool built without `start_layer` starts at layer 0 on every stage and takes local ids
+    runner = RUNNER.replace("Pool(2, start_layer=start)", "Pool(2)")
+    root = _tree(tmp_path, pool=POOL, runner=runner, backend=BACKEND)
+    assert _run(root) == ([], [])
+    runner = RUNNER.replace("Pool(2, start_layer=start)", "Pool(2, start_layer=0)")
+    (root / "pkg" / "runner.py").write_text(textwrap.dedent(runner), encoding="utf-8")
+    assert _run(root) == ([], [])

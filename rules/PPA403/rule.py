@@ -287,6 +287,57 @@ class _Receivers:
             raise
         return got
 
+    def stage_built(self, key) -> str | None:
+        """Where class ``key`` is built with a ``start_layer`` that is not a constant (the stage's
+        range: ``MHATokenToKVPool(..., start_layer=self.start_layer)``), as a why line; ``None``
+        when no construction in the tree shows one (a pool built without it starts at layer 0 on
+        every stage, as SGLang's sub-pools of a hybrid pool are, and takes stage-local ids)."""
+        from pp_attr_lint.textio import display_path
+
+        ast = _ast()
+        memo = ("stage-built", tuple(key))
+        if memo in self._built:
+            return self._built[memo]
+        self._built[memo] = None
+        files = self.rf.tree_files(key[1].encode()) or ()
+        position = None
+        for _path, module, tree, _lines in files:
+            if module == key[0]:
+                for node in tree.body:
+                    if isinstance(node, ast.ClassDef) and node.name == key[1]:
+                        init = next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"),
+                                    None)
+                        if init is not None and "start_layer" in _positional(init):
+                            position = _positional(init).index("start_layer")
+        for path, module, tree, _lines in files:
+            for node, parent, cls, fn, skip in _name_uses(tree, key[1]):
+                if skip or not (isinstance(parent, ast.Call) and parent.func is node):
+                    continue
+                arg = _argument(parent, position if position is not None else 1 << 30, "start_layer")
+                if arg is None or arg is ... or isinstance(arg, ast.Constant):
+                    continue
+                if not self._names(node, key, module, cls, fn):
+                    continue
+                got = (f"`{key[1]}` is built with `start_layer={ast.unparse(arg)}` at "
+                       f"{display_path(path)}:{node.lineno}: the stage's first layer")
+                self._built[memo] = got
+                return got
+        return None
+
+    def _names(self, node, key, module: str, cls, fn) -> bool:
+        """Whether the name or attribute ``node`` (in function ``fn`` of ``module``) is class ``key``."""
+        name = key[1]
+        scope = self.scope(module, cls.name if cls is not None else None, fn) if fn is not None else None
+        try:
+            if isinstance(node, _ast().Name) and scope is not None and name in scope["locals"]:
+                local = self.r._local_classes(name, module, scope)
+                return bool(local) and tuple(key) in local
+            dotted = _dotted(node)
+            sym = self.r.resolve_dotted(module, dotted) if dotted else None
+        except Exception:
+            return False
+        return sym is not None and sym[0] == "class" and (sym[1], sym[2]) == tuple(key)
+
     def _constructed(self, key, param: str, hops: int) -> tuple[set, list]:
         from pp_attr_lint.textio import display_path
 
@@ -464,7 +515,7 @@ class StageLocalLayerId(Rule):
                     if chain is None:
                         raise _NotEstablished("receiver-unresolved", f"the receiver of `{m}` is an expression")
                     classes, why = receivers.classes(chain, module, cls, fn)
-                    hit = self._accessor_of(ctx, classes, m, own)
+                    hit = self._accessor_of(ctx, classes, m, own, receivers)
                 except _NotEstablished as e:
                     row, col = (call.lineno, call.col_offset) if path == ctx.file.path else (a0[5], a0[6])
                     out.append(NotJudged(code=self.code, reason=e.reason, path=ctx.file.path, row=row,
@@ -474,7 +525,8 @@ class StageLocalLayerId(Rule):
                     continue
                 if hit is None:
                     continue
-                acc, holders = hit
+                acc, holders, stages = hit
+                why = why + list(dict.fromkeys(stages))
                 arg = _argument(call, acc[3], acc[2])
                 if not _int_constant(arg):
                     continue
@@ -482,14 +534,15 @@ class StageLocalLayerId(Rule):
                                          _lines))
         return out
 
-    def _accessor_of(self, ctx, classes, m: str, own: dict):
+    def _accessor_of(self, ctx, classes, m: str, own: dict, receivers):
         """The accessor of this file that ``x.m(...)`` runs for receiver classes ``classes``, with
-        the receiver's class names, when every class (``None`` aside) runs a stage-local accessor
-        for ``m`` and one of them is this file's; else ``None``."""
+        the receiver's class names and where each is built with a stage's ``start_layer``, when
+        every class (``None`` aside) runs a stage-local accessor for ``m``, is built so somewhere
+        (:meth:`_Receivers.stage_built`) and one of them is this file's; else ``None``."""
         from pp_attr_lint.resolve import EXTERNAL, NONE_KEY, Unresolved
 
         r = _resolver(ctx)
-        hit, holders = None, []
+        hit, holders, stages = None, [], []
         real = [k for k in classes if k != NONE_KEY]
         if not real:
             return None
@@ -517,10 +570,14 @@ class StageLocalLayerId(Rule):
                                           f"the receiver is declared a `{entry[1]}`, whose `{m}` is abstract: which "
                                           f"subclass it holds at run time cannot be told")
                 return None  # this class's `m` is not a stage-local accessor
+            built = receivers.stage_built(k)
+            if built is None:
+                return None  # built with no stage range anywhere: its start_layer is 0 on every stage
             if (entry[0], entry[1], m) in own and hit is None:
                 hit = own[(entry[0], entry[1], m)]
             holders.append(k[1])
-        return (hit, holders) if hit is not None else None
+            stages.append(built)
+        return (hit, holders, stages) if hit is not None else None
 
     def _abstract(self, ctx, key, m: str) -> bool:
         """Whether method ``m`` of class ``key`` is abstract (``@abstractmethod``, or a body that only
