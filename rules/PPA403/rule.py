@@ -48,12 +48,13 @@ def _positional(fn) -> list[str]:
 
 
 def _accessors(tree, lines) -> list:
-    """``[[class, method, param, position, buffer, row, col, end_row, end_col, via, index]]``: each method
-    of a top-level class that indexes ``self.<buffer>[<param> - self.start_layer]`` with one of
-    its parameters, or with a local whose one store is that difference (``via`` ``None``), or passes a parameter unchanged to such a method of the same
-    class (``via`` that method's name; the index position and text, ``index``, are the ones it leads
-    to); a class whose
-    every store of ``self.start_layer`` is a constant (never a stage's range) has none."""
+    """The accessors of ``tree``: ``[[class, method, param, position, buffer, row, col, end_row,
+    end_col, via, index]]``, one per method of a top-level class that indexes
+    ``self.<buffer>[<param> - self.start_layer]`` with one of its parameters, or with a local whose
+    one store is that difference (``via`` ``None``), or that passes a parameter unchanged to such a
+    method of the same class (``via`` that method's name; the index's position and text,
+    ``index``, are those it leads to).  A class whose every store of ``self.start_layer`` is a
+    constant (never a stage's range) has none."""
     ast = _ast()
     out = []
     for cls in tree.body:
@@ -418,6 +419,17 @@ class _Receivers:
                          f"({sites[0]}{more})"]
 
 
+def _stub_statement(st) -> bool:
+    """A statement of an abstract method's body: a docstring, ``...``, ``pass`` or
+    ``raise NotImplementedError(...)``."""
+    ast = _ast()
+    if isinstance(st, ast.Pass):
+        return True
+    if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+        return isinstance(st.value.value, str) or st.value.value is Ellipsis
+    return isinstance(st, ast.Raise) and "NotImplementedError" in ast.unparse(st)
+
+
 def _qual(cls, fn) -> str:
     return f"{cls.name}.{fn.name}" if cls is not None else fn.name
 
@@ -468,7 +480,8 @@ def _name_uses(tree, name: str):
 class StageLocalLayerId(Rule):
     def prefilter(self, data: bytes) -> bool:
         """A file that subtracts ``self.start_layer`` (``[layer_id - self.start_layer]``, or
-        ``local = layer_id - self.start_layer``): the only shapes of accessor the rule reads (the calls of it are found by scanning the tree when such a file is checked)."""
+        ``local = layer_id - self.start_layer``): the only shapes of accessor the rule reads; the
+        calls of an accessor are found by scanning the tree when its file is checked."""
         return b"self.start_layer" in data and _INDEX.search(data) is not None
 
     def collect(self, tree, lines):
@@ -480,7 +493,13 @@ class StageLocalLayerId(Rule):
         return _accessors(tree, lines) or None
 
     def check(self, ctx):
+        """The findings of ``ctx``'s file: each call in the tree that passes a constant layer id to
+        one of the file's accessors (reported at the accessor's index, or at the call when it is
+        in this file), and a :class:`~pp_attr_lint.model.NotJudged` record for each such call
+        whose receiver cannot be established, or for all of them when a file of the tree that may
+        hold one cannot be read or parsed."""
         from pp_attr_lint import ranks
+        from pp_attr_lint.index.summary import ref_chain
         from pp_attr_lint.model import NotJudged
         from pp_attr_lint.textio import display_path
 
@@ -508,8 +527,6 @@ class StageLocalLayerId(Rule):
                 a0 = shaped[0]
                 site = f"{display_path(path)}:{call.lineno}"
                 text = _ast().unparse(call)
-                from pp_attr_lint.index.summary import ref_chain
-
                 chain = ref_chain(call.func.value)
                 try:
                     if chain is None:
@@ -595,12 +612,7 @@ class StageLocalLayerId(Rule):
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and fn.name == m:
                         if any((_dotted(d) or "").endswith("abstractmethod") for d in fn.decorator_list):
                             return True
-                        body = [st for st in fn.body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
-                                                             and isinstance(st.value.value, str))]
-                        return not body or all(
-                            isinstance(st, ast.Raise) and "NotImplementedError" in ast.unparse(st)
-                            or isinstance(st, ast.Pass) or (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant)
-                                                            and st.value.value is Ellipsis) for st in body)
+                        return all(_stub_statement(st) for st in fn.body)
                 return False
         return True
 
