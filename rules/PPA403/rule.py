@@ -284,7 +284,8 @@ class _Receivers:
         try:
             got = self._built[memo] = self._constructed(key, param, hops)
         except _NotEstablished as e:
-            self._built[memo] = e
+            if e.reason != "recursion-limit":  # a limit met this deep may not be met nearer the call
+                self._built[memo] = e
             raise
         return got
 
@@ -327,19 +328,32 @@ class _Receivers:
 
     def _names(self, node, key, module: str, cls, fn) -> bool:
         """Whether the name or attribute ``node`` (in function ``fn`` of ``module``) is class ``key``."""
+        return self._which(node, key, module, cls, fn) == "key"
+
+    def _which(self, node, key, module: str, cls, fn) -> str:
+        """What the name or attribute ``node`` spelled like class ``key`` (in function ``fn`` of class
+        node ``cls`` of ``module``) is: ``"key"``, ``"other"`` (another class, or an attribute of an
+        object that does not lead to a class) or ``"unknown"`` (a name that cannot be resolved)."""
+        ast = _ast()
         name = key[1]
         scope = self.scope(module, cls.name if cls is not None else None, fn) if fn is not None else None
         try:
-            if isinstance(node, _ast().Name) and scope is not None and name in scope["locals"]:
+            if isinstance(node, ast.Name) and scope is not None and name in scope["locals"]:
+                # a name bound inside the function (`from .backend import Backend` there)
                 local = self.r._local_classes(name, module, scope)
-                return bool(local) and tuple(key) in local
+                if not local:
+                    return "unknown"
+                return "key" if local == {tuple(key)} else "other" if tuple(key) not in local else "unknown"
             dotted = _dotted(node)
             sym = self.r.resolve_dotted(module, dotted) if dotted else None
         except Exception:
-            return False
-        return sym is not None and sym[0] == "class" and (sym[1], sym[2]) == tuple(key)
+            sym = None
+        if sym is not None and sym[0] == "class":
+            return "key" if (sym[1], sym[2]) == tuple(key) else "other"
+        return "other" if isinstance(node, ast.Attribute) else "unknown"
 
     def _constructed(self, key, param: str, hops: int) -> tuple[set, list]:
+        from pp_attr_lint.index.summary import ref_chain
         from pp_attr_lint.textio import display_path
 
         ast = _ast()
@@ -370,25 +384,10 @@ class _Receivers:
                 if skip:
                     continue
                 where = f"{display_path(path)}:{node.lineno}"
-                dotted = _dotted(node)
-                scope = self.scope(module, cls.name if cls is not None else None, fn) if fn is not None else None
-                try:
-                    if isinstance(node, ast.Name) and scope is not None and name in scope["locals"]:
-                        # a name bound inside the function (`from .backend import Backend` there)
-                        local = self.r._local_classes(name, module, scope)
-                        sym = ("class", *next(iter(local))) if local and len(local) == 1 else None
-                        if local and tuple(key) not in local:
-                            continue  # bound to other classes only
-                    else:
-                        sym = self.r.resolve_dotted(module, dotted) if dotted else None
-                except Exception:
-                    sym = None
-                if sym is not None and sym[0] == "class":
-                    if (sym[1], sym[2]) != tuple(key):
-                        continue  # another class of the same name
-                elif isinstance(node, ast.Attribute):
-                    continue  # `obj.<name>` that does not lead to the class: another object's attribute
-                else:
+                which = self._which(node, key, module, cls, fn)
+                if which == "other":
+                    continue  # another class of the same name, or another object's attribute
+                if which == "unknown":
                     raise _NotEstablished("receiver-unresolved",
                                           f"`{name}` at {where} cannot be resolved (it may be the class)")
                 if isinstance(parent, ast.ClassDef):
@@ -402,8 +401,6 @@ class _Receivers:
                     raise _NotEstablished("receiver-unresolved",
                                           f"`{name}(...)` at {where} passes `{param}` "
                                           f"{'through *args / **kwargs' if arg is ... else 'by its default'}")
-                from pp_attr_lint.index.summary import ref_chain
-
                 chain = ref_chain(arg)
                 if chain is None or fn is None:
                     raise _NotEstablished("receiver-unresolved",
