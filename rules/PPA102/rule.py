@@ -39,7 +39,8 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         index_kind, index_pos, via = extra
         owners, how = rf.list_owners(chain, cls, fline)
         if not owners:
-            return None
+            # a receiver whose class leads into code the run does not have: listed as not judged
+            return self.not_judged(ctx, rf.owner_failure, chain, pos)
         # slot 0 is a placeholder on every rank but the first, the last slot on every rank but the
         # last, another constant slot on every rank that does not own it
         fails_when = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
