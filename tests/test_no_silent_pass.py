@@ -504,3 +504,24 @@ def test_layer_list_reads_of_a_plugin_without_vllm_are_not_judged(tmp_path, code
     stub = run_cli("check", "foo", "--no-cache", "--python", "none", "--select", code, "--src",
                    REPO / "fixtures" / "ppstub", "--output-format", "json", cwd=pkg)
     assert [(f["code"], f["location"]["row"]) for f in stub.json()] == [(code, row)], stub.stdout
+
+
+def test_a_subclass_calling_no_base_init_with_an_unknown_base_is_not_judged(tmp_path):
+    """A class whose `__init__` calls no base `__init__`, on a base from a module the run does not
+    have: whether it inherits SupportsPP (and so loses the hook its base's `__init__` assigns)
+    cannot be told, and it is listed as not judged with the reason."""
+    pkg = write(tmp_path, {"foo/__init__.py": "", "foo/model.py": """\
+        from vllm.model_executor.models.llama import LlamaForCausalLM
+
+
+        class FooForCausalLM(LlamaForCausalLM):
+            def __init__(self, config, prefix=""):
+                self.config = config
+
+            def forward(self, input_ids, positions, intermediate_tensors=None):
+                return input_ids
+        """})
+    got = run_cli("check", "foo", "--no-cache", "--python", "none", "--select", "PPA201", "--show-unresolved",
+                  "--output-format", "json", cwd=pkg)
+    assert [(d["rule"], d["reason"], d["location"]["row"]) for d in got.all_json()
+            if d.get("name") == "not-judged"] == [("PPA201", "module-not-found", 4)], got.stdout
