@@ -7,7 +7,6 @@ import re
 
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
-from pp_attr_lint.kinds.skipped_init import _enclosing_class
 from pp_attr_lint.textio import display_path
 
 def _stub_kind(fn) -> str:
@@ -110,6 +109,10 @@ def _init_calls_no_base(data: bytes) -> bool:
     assigns an inherited hook.  A line of a string or signature that starts further left ends the
     body early, which can only make this say yes."""
     i = data.find(b"def __init__(")
+    if i < 0:
+        return False
+    from pp_attr_lint.kinds.skipped_init import _enclosing_class  # a warm run never loads it
+
     while i >= 0:
         after = i + len(b"def __init__(")
         start = data.rfind(b"\n", 0, i) + 1
