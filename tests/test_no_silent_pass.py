@@ -512,3 +512,69 @@ def test_a_renamed_copy_lists_a_skipped_init_it_cannot_follow(tmp_path):
             assert "module-not-found" in out[0]["message"] and "EagleModel.__init__" in out[0]["message"]
         else:
             assert got == {("PPA301", False)}, out
+
+
+@pytest.mark.parametrize("code,read,row", [
+    ("PPA102", "self.probe = self.model.layers[0].mlp.experts", 23),
+    ("PPA103", "for layer in self.model.layers:\n" + " " * 20 + "layer.mlp.x = 1", 24),
+])
+def test_layer_list_reads_of_a_plugin_without_vllm_are_not_judged(tmp_path, code, read, row):
+    """A plugin's read of a slot of its inner model's `make_layers` list (`layers[0].x`, a loop over
+    every slot), checked with no vLLM importable: the wrapper's SupportsPP base cannot be read, so
+    the receiver's class is not known and the read is listed as not judged with the reason instead
+    of passing silently; with the stub vLLM as --src it is reported."""
+    from helpers import REPO
+
+    pkg = write(tmp_path, {"foo/__init__.py": "", "foo/model.py": f"""\
+        from torch import nn
+        from vllm.model_executor.models.interfaces import SupportsPP
+        from vllm.model_executor.models.utils import make_layers
+
+
+        class FooLayer(nn.Module):
+            def __init__(self, prefix=""):
+                super().__init__()
+                self.mlp = nn.Identity()
+
+
+        class FooModel(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: FooLayer(prefix))
+
+
+        class FooForCausalLM(nn.Module, SupportsPP):
+            def __init__(self, config):
+                super().__init__()
+                self.model = FooModel(config)
+                self.make_empty_intermediate_tensors = self.model.make_empty_intermediate_tensors
+                {read}
+        """})
+    alone = run_cli("check", "foo", "--no-cache", "--python", "none", "--select", code, "--show-unresolved",
+                    "--output-format", "json", cwd=pkg)
+    assert [(d["rule"], d["reason"], d["location"]["row"]) for d in alone.all_json()
+            if d.get("name") == "not-judged"] == [(code, "module-not-found", row)], alone.stdout
+    stub = run_cli("check", "foo", "--no-cache", "--python", "none", "--select", code, "--src",
+                   REPO / "fixtures" / "ppstub", "--output-format", "json", cwd=pkg)
+    assert [(f["code"], f["location"]["row"]) for f in stub.json()] == [(code, row)], stub.stdout
+
+
+def test_a_subclass_calling_no_base_init_with_an_unknown_base_is_not_judged(tmp_path):
+    """A class whose `__init__` calls no base `__init__`, on a base from a module the run does not
+    have: whether it inherits SupportsPP (and so loses the hook its base's `__init__` assigns)
+    cannot be told, and it is listed as not judged with the reason."""
+    pkg = write(tmp_path, {"foo/__init__.py": "", "foo/model.py": """\
+        from vllm.model_executor.models.llama import LlamaForCausalLM
+
+
+        class FooForCausalLM(LlamaForCausalLM):
+            def __init__(self, config, prefix=""):
+                self.config = config
+
+            def forward(self, input_ids, positions, intermediate_tensors=None):
+                return input_ids
+        """})
+    got = run_cli("check", "foo", "--no-cache", "--python", "none", "--select", "PPA201", "--show-unresolved",
+                  "--output-format", "json", cwd=pkg)
+    assert [(d["rule"], d["reason"], d["location"]["row"]) for d in got.all_json()
+            if d.get("name") == "not-judged"] == [("PPA201", "module-not-found", 4)], got.stdout

@@ -122,3 +122,22 @@ def test_a_placeholder_that_answers_every_attribute_silences_the_placeholder_rul
     assert r.rc == 0 and r.json() == [], r.stdout
     r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA101", cwd=case)
     assert r.rc == 1 and r.json(), r.stdout
+
+
+def test_a_fixed_slot_read_of_a_layer_name_has_no_fix(tmp_path: Path):
+    """gemma4.py's `self.layers[-1].self_attn.attn.layer_name` keys the attention metadata by the
+    last layer's name: `end_layer - 1` is another layer on every rank but the last, so the index
+    edit would change behaviour there and is not offered as a fix (ruff's applicability: safe only
+    when the meaning is kept), only as help; a slot read of a value every layer shares keeps its
+    safe fix."""
+    case = REPO / "rules" / "PPA102" / "cases" / "fixed_slots"
+    work = tmp_path / "case"
+    shutil.copytree(case, work, ignore=shutil.ignore_patterns("__pycache__", "*.fixed"))
+    _, found = _check(work)
+    by_row = {f["location"]["row"]: f for f in found if f["code"] == "PPA102"}
+    assert by_row[83]["fix"] is None and by_row[83]["help"]
+    assert any("no fix: `layer_name` names one layer" in e for e in by_row[83]["explanation"])
+    assert by_row[34]["fix"]["applicability"] == "safe"
+    r = run_cli("check", ".", "--fix", "--unsafe-fixes", "--select", "PPA102", "--src", STUBS, "--no-cache", cwd=work)
+    assert r.rc in (0, 1), r.stderr
+    assert "attn_metadata[self.layers[-1].self_attn.layer_name]" in (work / "pkg" / "model.py").read_text()

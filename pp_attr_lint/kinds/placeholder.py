@@ -64,3 +64,16 @@ class PlaceholderRule:
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):  # pragma: no cover
         raise NotImplementedError
+
+    def not_judged(self, ctx, why, chain, pos):
+        """The :class:`~pp_attr_lint.model.NotJudged` record of a read at ``pos`` (``(row, col,
+        ...)``) through ``chain`` whose receiver leads into code the run does not have (``why``:
+        ``(reason, detail, path)``, e.g. a plugin checked without vLLM installed), or ``None`` when
+        ``why`` is ``None``."""
+        if why is None:
+            return None
+        from ..model import NotJudged
+
+        reason, detail, dep = why
+        return NotJudged(code=self.code, reason=reason, path=ctx.file.path, row=pos[0], column=pos[1] + 1,
+                         detail=f"`{'.'.join(chain)}`: {detail}", dep_path=dep)

@@ -41,15 +41,10 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
         if kind == "read" and attr in safe:
             return None
         owners = rf.receiver_classes(chain[:-1], cls, fline)
-        if owners is None and (ctx.resolver.why or ("",))[0] in ("module-not-found", "unknown-base", "syntax-error"):
+        if owners is None and (ctx.resolver.why or ("",))[0] in ranks.MISSING_CODE:
             # the receiver's class leads into code the run does not have (a plugin checked without
             # vLLM installed): a read of a placeholder's attribute cannot be judged, and that is said
-            from pp_attr_lint.model import NotJudged
-
-            reason, detail, dep = ctx.resolver.why
-            row, col = pos[0], pos[1]
-            return NotJudged(code=self.code, reason=reason, path=ctx.file.path, row=row, column=col + 1,
-                             detail=f"`{'.'.join(chain)}`: {detail}", dep_path=dep)
+            return self.not_judged(ctx, ctx.resolver.why, chain, pos)
         if not owners:
             return None
         conds, wheres = [], []

@@ -10,6 +10,31 @@ from pp_attr_lint.rule_api import Rule
 
 
 
+# attributes that name one layer: the fix's slot is another layer on the ranks where the old index
+# fails, so its value changes there (a key into per-layer data such as attention metadata)
+_IDENTITY = frozenset({"layer_name", "layer_idx", "layer_id", "layer_index", "layer_number", "prefix", "name"})
+_CHAIN_TAIL = re.compile(r"(?:\s*\.\s*([A-Za-z_]\w*))")
+
+
+def _chain_tail(path: str, pos) -> list[str]:
+    """The attribute names read after the span ``pos`` (``(row, col, end_row, end_col)``) on its
+    last line (``.attn.layer_name`` after ``self.layers[-1].self_attn``); ``[]`` when the file
+    cannot be read."""
+    from pp_attr_lint.textio import read_source
+
+    try:
+        line = read_source(path).text.splitlines()[pos[2] - 1]
+    except (OSError, UnicodeDecodeError, ValueError, IndexError):
+        return []
+    out, i = [], pos[3]
+    while True:
+        m = _CHAIN_TAIL.match(line, i)
+        if m is None:
+            return out
+        out.append(m.group(1))
+        i = m.end()
+
+
 _INDEXED = re.compile(rb"\.layers\[\s*(?:-?\s*\d+|[\w.()]+\s*-\s*1)\s*\]\s*\.")
 # `.layers[name].`: an index that may be a parameter with a constant value (`def f(layer_id=0)`)
 _BY_NAME = re.compile(rb"\.layers\[\s*([A-Za-z_]\w*)\s*\]\s*\.")
@@ -39,7 +64,8 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         index_kind, index_pos, via = extra
         owners, how = rf.list_owners(chain, cls, fline)
         if not owners:
-            return None
+            # a receiver whose class leads into code the run does not have: listed as not judged
+            return self.not_judged(ctx, rf.owner_failure, chain, pos)
         # slot 0 is a placeholder on every rank but the first, the last slot on every rank but the
         # last, another constant slot on every rank that does not own it
         fails_when = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
@@ -62,8 +88,18 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
             explanation.append(conditional)
         if index_kind in ("first", "last") and how.startswith("`") and conditional is None and via is None:
             new = f"{recv}.start_layer" if index_kind == "first" else f"{recv}.end_layer - 1"
-            fix = self.make_fix("safe", f"Index with `{new}` (this rank's own {'first' if index_kind == 'first' else 'last'} layer)",
-                                [self.replace(index_pos, new)])
+            which = "first" if index_kind == "first" else "last"
+            # safe only when the value read is the same whichever layer gives it: a name of the
+            # layer (gemma4's `layers[-1].self_attn.attn.layer_name`) becomes another layer's on the
+            # ranks where the old index fails, so the edit would change behaviour there: help only
+            identity = next((n for n in [attr, *_chain_tail(ctx.file.path, pos)] if n in _IDENTITY), None)
+            if identity is not None:
+                explanation.append(f"no fix: `{identity}` names one layer; on every rank but the {which}, "
+                                   f"`{lst}[{new}]` is this rank's own {which} layer, whose `{identity}` is not the "
+                                   f"one meant")
+            else:
+                fix = self.make_fix("safe", f"Index with `{new}` (this rank's own {which} layer)",
+                                    [self.replace(index_pos, new)])
         help = (f"Index with this rank's own layers (`{recv}.{lst}[{recv}.start_layer]` to "
                 f"`{recv}.{lst}[{recv}.end_layer - 1]`), or skip the slot when it is a `PPMissingLayer`")
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix, help=help,

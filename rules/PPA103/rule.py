@@ -80,7 +80,8 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         var, iter_pos, enumerated, simple = extra
         owners, how = rf.list_owners(chain, cls, fline)
         if not owners:
-            return None
+            # a receiver whose class leads into code the run does not have: listed as not judged
+            return self.not_judged(ctx, rf.owner_failure, chain, pos)
         env = rf.satisfying(guard, guard, cls, fline)
         if env is None:
             return None

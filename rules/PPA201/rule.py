@@ -94,6 +94,60 @@ def _init_end(path: str, cname: str):
     return None
 
 
+# a class whose __init__ calls no base __init__ is judged in files that name pipeline parallelism
+# (a model, a runner): elsewhere such classes are interfaces' implementations (quantization
+# methods, attention backends), and reading them all would parse a tenth of a tree more
+_PP_WORDS = re.compile(rb"SupportsPP|IntermediateTensors|intermediate_tensors|get_pp_group")
+_PP_WORDS_TEXT = re.compile(_PP_WORDS.pattern.decode())
+_DEF_INIT = re.compile(rb"([ \t]+)(?:async[ \t]+)?def __init__\(")
+
+
+def _init_calls_no_base(data: bytes) -> bool:
+    """Whether some method ``__init__`` (a ``def __init__(`` line that is indented) of a class with
+    a base that may bring ``SupportsPP`` has no ``__init__(`` between its line and the next code
+    line indented as far or less: it may call no base ``__init__`` and so skip the one that
+    assigns an inherited hook.  A line of a string or signature that starts further left ends the
+    body early, which can only make this say yes."""
+    i = data.find(b"def __init__(")
+    if i < 0:
+        return False
+    from pp_attr_lint.kinds.skipped_init import _enclosing_class  # a warm run never loads it
+
+    while i >= 0:
+        after = i + len(b"def __init__(")
+        start = data.rfind(b"\n", 0, i) + 1
+        m = _DEF_INIT.match(data, start)
+        if m is not None and m.end() == after:
+            indent = len(m.group(1))
+            end = re.compile(rb"\n[ \t]{0,%d}(?=[^ \t\r\n#)\]}])" % indent).search(data, after)
+            if data.find(b"__init__(", after, end.start() if end else len(data)) < 0:
+                owner = _enclosing_class(data, start + indent, indent)
+                if owner is None or _may_inherit(data, owner.start(2)):
+                    return True
+        i = data.find(b"def __init__(", after)
+    return False
+
+
+# bases through which no SupportsPP can come (a class on them alone lists it or has none)
+_PLAIN_BASES = frozenset({b"object", b"nn.Module", b"torch.nn.Module", b"Module", b"ABC", b"abc.ABC",
+                          b"Protocol", b"Exception", b"ValueError", b"RuntimeError", b"Enum", b"enum.Enum",
+                          b"str", b"int", b"dict", b"list", b"tuple", b"NamedTuple", b"TypedDict"})
+
+
+def _may_inherit(data: bytes, name_at: int) -> bool:
+    """Whether the class whose name starts at byte ``name_at`` has a base that may bring
+    ``SupportsPP`` (one not in :data:`_PLAIN_BASES`); a header it cannot read counts as yes."""
+    open_at = data.find(b"(", name_at)
+    colon = data.find(b":", name_at)
+    if open_at < 0 or (0 <= colon < open_at):
+        return False  # `class X:`: no base
+    close = data.find(b")", open_at)
+    if close < 0 or b"(" in data[open_at + 1:close]:
+        return True  # a call or subscript among the bases (`Generic[T]` is fine, read below)
+    bases = [b.strip() for b in data[open_at + 1:close].split(b",")]
+    return any(b and b not in _PLAIN_BASES and b"=" not in b for b in bases)
+
+
 class MissingPPHook(Rule):
     def prefilter(self, data: bytes) -> bool:
         """Some class that lists ``SupportsPP`` among its bases may lack the hook: its own body
@@ -103,7 +157,9 @@ class MissingPPHook(Rule):
         count (another class of the file, e.g. the inner model, providing the hook proves nothing
         about this one); a class header not in column 0 counts as a hit.  Or an explicit base
         ``__init__`` call may skip the ``__init__`` that assigns an inherited class's hook
-        (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`, as PPA301).  A file whose
+        (:func:`pp_attr_lint.kinds.skipped_init.may_skip_base_init`, as PPA301), or an ``__init__``
+        may call none (:func:`_init_calls_no_base`) in a file that names pipeline parallelism
+        (:data:`_PP_WORDS`, the scope in which such classes are judged).  A file whose
         classes inherit the protocol through a base that lacks the hook is reported at that base.
         A file that registers a model (``.register_model(``) is read too: its registrations tell
         which classes are drafters."""
@@ -125,23 +181,34 @@ class MissingPPHook(Rule):
             i = data.find(name, end)
         from pp_attr_lint.kinds.skipped_init import may_skip_base_init
 
-        # a class that skips a base __init__ may lose the hook that base assigns
-        return may_skip_base_init(data)
+        # a class that skips a base __init__ (or calls none) may lose the hook that base assigns
+        return may_skip_base_init(data) or (_PP_WORDS.search(data) is not None and _init_calls_no_base(data))
 
     def collect(self, tree, lines):
         """``protocol``: how classes named ``SupportsPP`` provide the hook (``stub``, ``impl``,
-        ``annotation``)."""
+        ``annotation``); ``init_helpers``: classes with a method other than ``__init__`` whose text
+        calls an ``__init__`` (it may run a base ``__init__`` for one that calls none itself);
+        ``pp_words``: the file names pipeline parallelism (:data:`_PP_WORDS`)."""
         import ast
 
-        protocol = {}
+        protocol, helpers = {}, []
         for node in tree.body:
+            if isinstance(node, ast.ClassDef) and any(
+                    isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name != "__init__"
+                    and "__init__(" in "".join(lines.lines[m.lineno - 1:m.end_lineno]) for m in node.body):
+                helpers.append(node.name)  # a method besides __init__ may run a base __init__
             if isinstance(node, ast.ClassDef) and node.name == F.PP_PROTOCOL:
                 for st in node.body:
                     if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == F.PP_HOOK:
                         protocol[node.name] = _stub_kind(st)
                     elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.target.id == F.PP_HOOK:
                         protocol.setdefault(node.name, "annotation" if st.value is None else "impl")
-        return {"protocol": protocol} if protocol else None
+        out = {"protocol": protocol} if protocol else {}
+        if helpers:
+            out["init_helpers"] = helpers
+        if any(_PP_WORDS_TEXT.search(ln) for ln in lines.lines):
+            out["pp_words"] = True
+        return out or None
 
     def prefetch(self, module, summary, resolver):
         """The MRO of the classes :meth:`check` judges, the registries it reads for them, and
@@ -169,6 +236,21 @@ class MissingPPHook(Rule):
         for cname, rec in ctx.summary["classes"].items():
             if not _listed(cname, rec) and not _skips(cname, rec):
                 continue
+            if not _listed(cname, rec) and _no_base_init(rec):
+                if not mine.get("pp_words"):
+                    continue  # judged only in a file that names pipeline parallelism (_PP_WORDS)
+                inherits = _inherits_protocol(ctx, (ctx.module, cname))
+                if inherits is False:
+                    continue  # a class that calls no base __init__ and has no SupportsPP on its MRO
+                if inherits is not True:
+                    from pp_attr_lint.model import NotJudged
+
+                    reason, detail, dep = inherits
+                    out.append(NotJudged(code=self.code, reason=reason, path=ctx.file.path, row=rec["line"],
+                                         column=rec["col"] + 1, dep_path=dep,
+                                         detail=f"`{cname}.__init__` calls no base `__init__`, and whether "
+                                                f"`SupportsPP` is on its MRO cannot be told: {detail}"))
+                    continue
             drafter = self._drafter_only(ctx, (ctx.module, cname))
             if drafter is True:
                 continue  # a speculative-decoding drafter: never asked for intermediate tensors
@@ -260,6 +342,10 @@ class MissingPPHook(Rule):
                     and F.PP_HOOK in (r.class_record(e)["methods"].get("__init__") or {}).get("assigns", {})]
             if not lost:
                 return None
+            if _no_base_init(rec) and any(e[0] != EXTERNAL and e[1] in ((ctx.facts(self.code, e[0]) or {})
+                                                                         .get("init_helpers", ()))
+                                          for e in mro):
+                return None  # another method may run the base __init__ that __init__ does not call
             base = lost[0]
             line = r.class_record(base)["methods"]["__init__"]["assigns"][F.PP_HOOK][0][0]
             message = (f"`{key[1]}` inherits `SupportsPP` from `{base[1]}`, whose `__init__` assigns `{F.PP_HOOK}` "
@@ -357,15 +443,38 @@ class MissingPPHook(Rule):
 
 def _skips(cname: str, rec: dict) -> bool:
     """Whether a top-level class that is not an interface has an ``__init__`` that calls a base
-    ``__init__`` explicitly (``super(P, self).__init__()``, ``X.__init__(self)``): it may skip the
-    base ``__init__`` that assigns an inherited hook."""
+    ``__init__`` explicitly (``super(P, self).__init__()``, ``X.__init__(self)``), or calls none at
+    all: it may skip the base ``__init__`` that assigns an inherited hook."""
     if "." in cname or cname == F.PP_PROTOCOL or cname.startswith("Supports"):
         return False
     bases = [(b or "").rsplit(".", 1)[-1] for b in rec["bases"]]
-    if "Protocol" in bases or "ABC" in bases:
+    if "Protocol" in bases or "ABC" in bases or not rec["bases"]:
         return False
     init = rec["methods"].get("__init__")
-    return init is not None and any(c[0] == "explicit" or (c[0] == "super" and c[1]) for c in init.get("init_calls", []))
+    return init is not None and (_no_base_init(rec) or any(c[0] == "explicit" or (c[0] == "super" and c[1])
+                                                            for c in init.get("init_calls", [])))
+
+
+def _no_base_init(rec: dict) -> bool:
+    """Whether the class's own ``__init__`` calls no base ``__init__`` at all."""
+    init = rec["methods"].get("__init__")
+    return init is not None and not init.get("init_calls")
+
+
+def _inherits_protocol(ctx, key):
+    """Whether ``SupportsPP`` is on the MRO of ``key`` (``True`` / ``False``), or ``(reason,
+    detail, path)`` when a base leads into code the run does not have (a module not found, a
+    file that does not parse); other failures (a dynamic base) count as ``False``."""
+    from pp_attr_lint.ranks import MISSING_CODE
+    from pp_attr_lint.resolve import Unresolved
+
+    try:
+        mro = ctx.resolver.mro(key)
+    except Unresolved as e:
+        return (e.reason, e.detail, e.path) if e.reason in MISSING_CODE else False
+    except RecursionError:
+        return False
+    return any(e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL for e in mro)
 
 
 def _how(rec: dict) -> str:
@@ -393,4 +502,5 @@ RULE = MissingPPHook(
     summary="SupportsPP class without make_empty_intermediate_tensors: the protocol stub answers None",
     fix_applicability="safe",
     needles=(F.PP_PROTOCOL,),
+    version=2,
 )

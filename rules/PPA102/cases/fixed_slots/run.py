@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from pkg.model import ForCausalLM, RolloutEngine, TextModel
+from pkg.model import ForCausalLM, MetadataModel, RolloutEngine, TextModel
 
 CONFIG = SimpleNamespace(num_hidden_layers=4)
 
@@ -34,4 +34,9 @@ def _inner():
     return inner
 
 
-PROBES = [build_inner, load_weights, rollout_probe]
+def metadata():
+    model = MetadataModel(CONFIG)
+    model.forward({f".{i}.attn": i for i in range(CONFIG.num_hidden_layers)})
+
+
+PROBES = [build_inner, load_weights, rollout_probe, metadata]

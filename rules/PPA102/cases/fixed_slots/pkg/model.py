@@ -55,3 +55,29 @@ class RolloutEngine:
     def probe_cache(self):
         # ruleid: PPA102
         return hasattr(self.model.model.layers[-1].self_attn, "kv_cache_dtype")
+
+
+class NamedAttention(nn.Module):
+    def __init__(self, prefix=""):
+        super().__init__()
+        self.layer_name = f"{prefix}.attn"
+
+
+class NamedLayer(nn.Module):
+    def __init__(self, prefix=""):
+        super().__init__()
+        self.self_attn = NamedAttention(prefix)
+
+
+class MetadataModel(nn.Module):
+    """gemma4.py's fast_prefill_forward: the last layer's name keys the attention metadata, so no
+    fix is offered (this rank's own last layer would give another layer's name on the other ranks)."""
+
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, lambda prefix: NamedLayer(prefix))
+
+    def forward(self, attn_metadata):
+        # ruleid: PPA102
+        return attn_metadata[self.layers[-1].self_attn.layer_name]
