@@ -578,3 +578,40 @@ def test_a_subclass_calling_no_base_init_with_an_unknown_base_is_not_judged(tmp_
                   "--output-format", "json", cwd=pkg)
     assert [(d["rule"], d["reason"], d["location"]["row"]) for d in got.all_json()
             if d.get("name") == "not-judged"] == [("PPA201", "module-not-found", 4)], got.stdout
+
+
+def test_a_renamed_copy_lists_a_hook_it_cannot_check(tmp_path):
+    """The same for PPA201: a class that lists `SupportsPP` imported by the original package's
+    name, in a renamed copy, is listed as not judged (its MRO cannot be read); under the original
+    name its missing hook is reported."""
+    interfaces = """
+        from typing import Protocol
+
+
+        class SupportsPP(Protocol):
+            def make_empty_intermediate_tensors(self, batch_size, dtype, device):
+                ...
+    """
+    model = """
+        import torch.nn as nn
+
+        from {pkg}.models.interfaces import SupportsPP
+
+
+        class VLForConditionalGeneration(nn.Module, SupportsPP):
+            def __init__(self):
+                super().__init__()
+    """
+    for pkg in ("copied", "original"):
+        root = tmp_path / pkg
+        for rel, text in {f"{pkg}/__init__.py": "", f"{pkg}/models/__init__.py": "",
+                          f"{pkg}/models/interfaces.py": interfaces,
+                          f"{pkg}/models/vl.py": model.format(pkg="original")}.items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(textwrap.dedent(text))
+        r = run_cli("check", pkg, "--no-cache", "--python", "none", "--output-format", "json", "--show-unresolved",
+                    cwd=root)
+        out = json.loads(r.stdout)
+        got = {(f.get("code") or f.get("rule"), f.get("name") == "not-judged") for f in out}
+        assert got == ({("PPA201", True)} if pkg == "copied" else {("PPA201", False)}), out

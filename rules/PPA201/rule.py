@@ -292,8 +292,19 @@ class MissingPPHook(Rule):
             mro = r.mro(key)
             r.check_resolved(key)
             inits = r.executed_inits(key)
-        except Unresolved:
-            return None
+        except Unresolved as e:
+            if e.reason not in ("module-not-found", "unknown-base", "syntax-error"):
+                return None
+            if not _listed(key[1], rec) and not mine.get("pp_words"):
+                return None  # an explicit base __init__ call in a file that names no PP at all
+            # the MRO leads into code the run does not have (a renamed copy whose absolute imports
+            # name the original package, a plugin without vLLM): whether a base provides the hook
+            # cannot be told, and that is said
+            from pp_attr_lint.model import NotJudged
+
+            return NotJudged(code=self.code, reason=e.reason, path=ctx.file.path, row=rec["line"],
+                             column=rec["col"] + 1, dep_path=e.path,
+                             detail=f"whether a class on `{key[1]}`'s MRO provides `{F.PP_HOOK}`: {e.detail}")
         proto_at = None
         for i, entry in enumerate(mro):
             name = entry[1].rsplit(".", 1)[-1]
