@@ -231,6 +231,8 @@ class MissingPPHook(Rule):
                 pass
 
     def check(self, ctx):
+        from pp_attr_lint.model import NotJudged
+
         out = []
         mine = ctx.facts(self.code) or {}
         for cname, rec in ctx.summary["classes"].items():
@@ -261,6 +263,9 @@ class MissingPPHook(Rule):
                                      row=rec["line"], column=rec["col"] + 1))
                 continue
             f = self._judge(ctx, (ctx.module, cname), rec, mine)
+            if isinstance(f, NotJudged):
+                out.append(f)  # its MRO cannot be read: the registry would not settle it either
+                continue
             if f is not None and not _listed(cname, rec):
                 # an inherited SupportsPP is mostly met on drafters (EAGLE heads built with
                 # nn.Module.__init__(self)); only the registry tells them from models
