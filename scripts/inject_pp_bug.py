@@ -12,14 +12,14 @@ It is inserted right after the statement of ``CLASS.__init__`` that assigns ``se
 (``model`` for *ForCausalLM wrappers, whose inner model is ``self.model``; ``language_model``
 for VL models). ``get_pp_group`` is imported if the file lacks it.
 
-``--kind unowned-load`` (PPA402, vLLM issue 50961): the body of ``CLASS.METHOD`` (third
+``--kind unowned-load`` (PPA402): the body of ``CLASS.METHOD`` (third
 argument, a ``load_weights(self, weights)``) becomes the hand-written loader Llama-style models
 had before ``AutoWeightsLoader`` (q/k/v and gate/up stacked), whose ``params_dict[name]``
 lookups have no ``is_pp_missing_parameter(name, self)`` skip, so each rank looks up the
 parameters of layers another rank owns (KeyError there). ``--guarded`` writes the fix: the skip
 before each lookup. Prints the lines of the two lookups.
 
-``--kind rank-precondition`` (PPA404, vLLM PR 40749): ``CLASS`` gains ``_assert_on_<rank>_rank``,
+``--kind rank-precondition`` (PPA404): ``CLASS`` gains ``_assert_on_<rank>_rank``,
 which asserts it runs on the last (``--rank first``: the first) PP rank, and ``CLASS.METHOD``
 (third argument, e.g. ``forward``) calls it, unguarded, right before its final ``return``
 (AssertionError on every other rank). ``--guarded`` writes the fix: the call under
@@ -123,8 +123,8 @@ def inject_unowned_load(text: str, cls: str, method: str = "load_weights",
                         guarded: bool = False) -> tuple[str, list[int]]:
     """Replace the body of ``cls.method`` (a ``load_weights(self, weights)``) by the hand-written
     loader above, whose two ``params_dict[name]`` lookups have no ``is_pp_missing_parameter``
-    skip (the shape of vLLM issue 50961: the loader looks up the parameters of layers another
-    rank owns, KeyError there); ``guarded``: the fix, each lookup after the skip.
+    skip (the loader looks up the parameters of layers another rank owns: KeyError there);
+    ``guarded``: the fix, each lookup after the skip.
 
     Returns ``(new text, line numbers of the two lookups)``; raises LookupError when the method
     does not take ``(self, weights)``."""
@@ -147,8 +147,8 @@ def inject_unowned_load(text: str, cls: str, method: str = "load_weights",
 def inject_rank_precondition(text: str, cls: str, caller: str, rank: str = "last",
                              guarded: bool = False) -> tuple[str, int]:
     """Add to ``cls`` a method that asserts it runs on the ``rank`` ("last" or "first") PP rank,
-    and call it from ``cls.caller`` right before the caller's last ``return`` (the shape of vLLM
-    PR 40749: a rank's contract reached from a path every rank takes). ``guarded``: the fix, the
+    and call it from ``cls.caller`` right before the caller's last ``return`` (a rank's contract
+    reached from a path every rank takes). ``guarded``: the fix, the
     call under ``if get_pp_group().is_<rank>_rank:``.
 
     Returns ``(new text, line number of the injected call)``; raises LookupError when the caller

@@ -254,7 +254,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
                 # the toy checkpoint was loaded and this line did not fail: its path needs names the
                 # toy checkpoint does not have (quantized weights, KV-cache scales, another layout)
                 e.update(arch=arch, agree=None, red={"outcome": red.get("outcome"), "agrees": False, "why": why,
-                                                     "weights": weights},
+                                                     "weights": weights, "wall_seconds": red.get("wall_seconds")},
                          note="not provable here: the red run loaded a toy checkpoint of every layer's weights "
                               "(transformers' own model class, unquantized) and passed, so this line's loading path "
                               "needs a checkpoint of another kind (quantized weights, KV-cache scales) that cannot "
