@@ -10,6 +10,10 @@ read, so rules added later work unchanged) in a file that a validatable architec
   rank while another rank initialized (a PP-only crash).  A witness key the toy config cannot
   take (not a key of the config class, a condition of the code) makes a red run that does not
   fail "not provable here", with the reason, instead of a disagreement;
+  a finding of a weight-loading kind (:func:`weight_loading`) runs with ``--weights toy``, a
+  checkpoint of every layer that vLLM loads, so each rank sees weights of layers it does not own;
+  such a red run that passes is "not provable here" too (the line needs a quantized or
+  KV-cache-scale checkpoint); the finding's line on the failing rank's stack counts as its line;
 * **green**: a copy fixed by ``pp-attr-lint check --fix --unsafe-fixes`` runs under the same
   witness; expected: PASS.
 

@@ -1,7 +1,8 @@
 """Engine tests of the contract rules' red/green (PPA402, PPA404) on copies of vLLM's ``llama.py``
 with the bug injected by ``scripts/inject_pp_bug.py``: the static finding fires on the copy and
 not on the fixed one, the red run fails on the rank the rule names with the root cause at the
-model line, and the fixed copy passes. Four engine runs, about 15-30 s each here. They need the
+model line, and the fixed copy passes (four engine runs, about 10-30 s each here), plus the toy
+checkpoint of real weights those runs load (no engine). They need the
 environment from scripts/build-validate-env.sh and skip without it."""
 
 from __future__ import annotations
@@ -110,3 +111,37 @@ def test_rank_precondition_red_then_green(vllm_python, vllm_models_dir, vllm_sit
     (run,) = report["runs"]
     assert proc.returncode == 0 and run["outcome"] == "PASS", run.get("reason")
     assert all(r["forward_calls_during_requests"] > 0 for r in run["ranks"])
+
+
+def test_toy_weights_hold_every_layer(vllm_python, tmp_path):
+    """``toy_checkpoint.write_weights`` (run in the validate environment, no engine): the file has
+    the Hugging Face names of every toy layer, so each rank is handed layers it does not own; a
+    config transformers has no model class for is refused with the reason."""
+    code = f"""
+import json, os, sys
+sys.path.insert(0, {os.path.join(REPO, "pp_attr_lint", "validate")!r})
+import toy_checkpoint
+from safetensors import safe_open
+from transformers import PretrainedConfig
+cfg, _ = toy_checkpoint.build_generic_config("LlamaForCausalLM", 2)
+info = toy_checkpoint.write_weights("LlamaForCausalLM", cfg, {str(tmp_path)!r})
+with safe_open(os.path.join({str(tmp_path)!r}, "model.safetensors"), framework="pt") as fh:
+    keys = sorted(fh.keys())
+class Unknown(PretrainedConfig):
+    model_type = "pp_attr_lint_unknown"
+try:
+    toy_checkpoint.write_weights("UnknownForCausalLM", Unknown(), {str(tmp_path)!r})
+    refused = None
+except toy_checkpoint.ToyConfigError as exc:
+    refused = str(exc)
+print(json.dumps({{"info": info, "keys": keys, "refused": refused}}))
+"""
+    proc = subprocess.run([vllm_python, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    keys = out["keys"]
+    assert {k.split(".")[2] for k in keys if k.startswith("model.layers.")} == {"0", "1", "2", "3"}
+    assert "model.embed_tokens.weight" in keys and "model.norm.weight" in keys
+    assert "model.layers.3.self_attn.q_proj.weight" in keys and out["info"]["tensors"] == len(keys)
+    assert out["info"]["class"].endswith("LlamaForCausalLM")
+    assert out["refused"].startswith("toy weights: transformers has no model class for UnknownForCausalLM")
