@@ -28,7 +28,8 @@ from typing import Any
 
 from . import facts as F
 from .index.summary import child_nodes, dotted_name, ref_chain
-from .resolve import adds_no_attribute
+from .index.summary import walk as _fast_walk
+from .resolve import Unresolved, adds_no_attribute
 
 TRUE = ("T",)
 FIRST = ("a", "@first")
@@ -238,7 +239,7 @@ def _guards_chain(test: ast.AST, chains: set) -> None:
             c = ref_chain(sub.value.value)
             if c is not None:
                 chains.add((("#index", *c, ast.dump(sub.value.slice)), sub.attr))
-    for sub in ast.walk(test):
+    for sub in _fast_walk(test):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("isinstance", "hasattr", "getattr") and sub.args:
             c = ref_chain(sub.args[0])
             if c is None:
@@ -560,7 +561,7 @@ def _bound_in(fn) -> frozenset[str]:
     names, nested definitions): they are not the enclosing method's."""
     a = fn.args
     out = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
-    for sub in ast.walk(fn):
+    for sub in _fast_walk(fn):
         if sub is fn:
             continue
         if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
@@ -582,7 +583,7 @@ def _only_called(outer, name: str) -> bool:
     """Whether every use of ``name`` in function ``outer`` calls it (``name(...)``): it is not
     handed out, returned, rebound or deleted, so its calls are all its runs."""
     calls = loads = 0
-    for sub in ast.walk(outer):
+    for sub in _fast_walk(outer):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
             calls += 1
         elif isinstance(sub, ast.Name) and sub.id == name:
@@ -609,8 +610,8 @@ def _call_constants(fn, call: ast.Call) -> dict:
     positional = a.posonlyargs + a.args
     defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
     defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
-    rebound = {sub.id for sub in ast.walk(fn) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
-    rebound |= {n for sub in ast.walk(fn) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
+    rebound = {sub.id for sub in _fast_walk(fn) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+    rebound |= {n for sub in _fast_walk(fn) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
     bound = dict(zip([p.arg for p in positional], call.args))
     bound.update({k.arg: k.value for k in call.keywords})
     out = {}
@@ -661,26 +662,16 @@ def _placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
     (``x.attr = PPMissingLayer()``, ``self.norm = RMSNorm(...) if last else PPMissingLayer()``).
     Only the statements whose lines hold that name are visited (an assignment is always a
     statement), not every node of the module."""
-    from bisect import bisect_left
+    from .index.summary import statements_on_lines
 
     marked = [i for i, text in enumerate(lines.lines, 1) if F.PLACEHOLDER_CLASS in text]
     if not marked:
         return frozenset()
     out = set()
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        k = bisect_left(marked, node.lineno)
-        if k == len(marked) or marked[k] > node.end_lineno:
-            continue  # no line of this statement names the placeholder
-        if isinstance(node, ast.Assign):
-            if F.PLACEHOLDER_CLASS in "".join(lines.lines[node.value.lineno - 1:node.value.end_lineno]):
-                out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
-            continue
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            todo.extend(getattr(node, field, ()))
-        for case in getattr(node, "cases", ()):  # match statements (a match_case has no lines)
-            todo.extend(case.body)
+    for node in statements_on_lines(tree.body, marked):
+        if isinstance(node, ast.Assign) \
+                and F.PLACEHOLDER_CLASS in "".join(lines.lines[node.value.lineno - 1:node.value.end_lineno]):
+            out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
     return frozenset(out)
 
 
@@ -829,7 +820,7 @@ def truthy_only_when(fn: ast.FunctionDef, lines) -> tuple | None:
     need = f_or(*(f_and(guard, value) for guard, value in w.returns if value is not None))
     if need == TRUE:
         return None
-    bare = {n.id for n in own if isinstance(n, ast.Name)} | {a.arg for a in ast.walk(fn.args) if isinstance(a, ast.arg)}
+    bare = {n.id for n in own if isinstance(n, ast.Name)} | {a.arg for a in _fast_walk(fn.args) if isinstance(a, ast.arg)}
     shared = {n.attr for n in own if isinstance(n, ast.Attribute) and ref_chain(n) is not None} | {
         n.args[1].value for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr"
         and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)}
@@ -860,6 +851,9 @@ def _store_pattern(attr: str):
 
     return re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
                       r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
+
+_NOT_ACCEPTED = object()  # a store the question cannot use (see RankFacts._attribute_stores)
+
 
 class RankFacts:
     """Answers, across files, what an attribute holds on each rank (memoized per run)."""
@@ -1038,31 +1032,17 @@ class RankFacts:
         if attr in memo:
             return memo[attr]
         memo[attr] = None
-        files = self._tree_files(attr.encode())
-        if not files:
-            return None
-        pat = _store_pattern(attr)
-        needs = []
-        for _path, module, tree, lines in files:
-            every = plain = 0
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
-                    return None
-                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
-                    return None
-                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    every += 1
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) \
-                        and node.targets[0].attr == attr and isinstance(node.targets[0].value, ast.Name) \
-                        and node.targets[0].value.id == "self":
-                    callee = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
-                    need = self._helper(module, callee) if callee else None
-                    if need is None:
-                        return None
-                    plain += 1
-                    needs.append(need)
-            if every != plain or len(pat.findall("".join(lines.lines))) != plain:
-                return None
+
+        def judge(module, node, target):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self":
+                callee = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
+                need = self._helper(module, callee) if callee else None
+                if need is not None:
+                    return need
+            return _NOT_ACCEPTED
+
+        needs = self._attribute_stores(attr, judge)
         if not needs:
             return None
         memo[attr] = f_or(*dict.fromkeys(needs))
@@ -1150,12 +1130,10 @@ class RankFacts:
         return out
 
     def _tree_files(self, *needles: bytes) -> list | None:
-        """``(path, module, tree, lines)`` of the ``.py`` files where callers can be
-        (:meth:`_scan_dirs`) whose bytes hold one of ``needles`` (parsed; the stats of every file
-        are recorded); ``None`` when one cannot be read or parsed, or a folder not found."""
-        import os
-
-        from .index.spec import LineIndex
+        """``(path, module)`` of the ``.py`` files where callers can be (:meth:`_scan_dirs`) whose
+        bytes hold one of ``needles``; ``None`` when one cannot be read or a folder is not found.
+        Each file is read once per run (:meth:`_bytes`); parse one with :meth:`_parsed`."""
+        import re
 
         dirs = self._scan_dirs()
         if dirs is None:
@@ -1164,29 +1142,50 @@ class RankFacts:
         if (dirs, needles) in by_needle:
             return by_needle[(dirs, needles)]
         by_needle[(dirs, needles)] = None
-        parsed = self._memo.setdefault("parsed", {})
+        # every needle holds the shortest one's longest word (the name asked about): one search
+        # of that word turns most files down
+        core = max(re.findall(rb"\w+", min(needles, key=len)) or [b""], key=len)
+        if not all(core in n for n in needles):
+            core = b""
         out = []
         for path, module in self._scan_paths(dirs):
+            data = self._bytes(path)
+            if data is None:
+                return None
+            if core in data and any(n in data for n in needles):
+                out.append((path, module))
+        by_needle[(dirs, needles)] = out
+        return out
+
+    def _bytes(self, path: str) -> bytes | None:
+        """The content of a file under the scanned folders, read once per run (its stat recorded,
+        so that the cache knows the run depended on it); ``None`` when it cannot be read."""
+        import os
+
+        contents = self._memo.setdefault("bytes", {})
+        if path not in contents:
             try:
                 stat = os.stat(path)
                 self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
                 with open(path, "rb") as fh:
-                    data = fh.read()
+                    contents[path] = fh.read()
             except OSError:
-                return None
-            if not any(n in data for n in needles):
-                continue
-            if path not in parsed:
-                try:
-                    text = data.decode("utf-8")
-                    parsed[path] = (path, module, ast.parse(text), LineIndex(text))
-                except (SyntaxError, UnicodeDecodeError, ValueError):
-                    parsed[path] = None
-            if parsed[path] is None:
-                return None
-            out.append(parsed[path])
-        by_needle[(dirs, needles)] = out
-        return out
+                contents[path] = None
+        return contents[path]
+
+    def _parsed(self, path: str, module: str) -> tuple | None:
+        """``(path, module, tree, lines)`` of a file :meth:`_tree_files` listed (parsed once per
+        run); ``None`` when it does not decode or parse."""
+        from .index.spec import LineIndex
+
+        parsed = self._memo.setdefault("parsed", {})
+        if path not in parsed:
+            try:
+                text = self._memo["bytes"][path].decode("utf-8")
+                parsed[path] = (path, module, ast.parse(text), LineIndex(text))
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                parsed[path] = None
+        return parsed[path]
 
     def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
         """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``,
@@ -1257,16 +1256,18 @@ class RankFacts:
             return memo[dirs]
         memo[dirs] = None
         header = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
+        per_file = self._memo.setdefault("class-headers", {})  # path -> [(base, class)]
         graph: dict = {}
         for path, _module in self._scan_paths(dirs):
-            try:
-                with open(path, "rb") as fh:
-                    data = fh.read()
-            except OSError:
-                return None
-            for m in header.finditer(data):
-                for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2)):
-                    graph.setdefault(base.decode(), set()).add(m.group(1).decode())
+            if path not in per_file:
+                data = self._bytes(path)
+                if data is None:
+                    return None
+                per_file[path] = [(base.decode(), m.group(1).decode()) for m in header.finditer(data)
+                                  for base in re.findall(rb"(\w+)\s*(?:\[[^\]]*\])?\s*(?:,|$)", m.group(2))
+                                  ] if b"class" in data else []
+            for base, name in per_file[path]:
+                graph.setdefault(base, set()).add(name)
         memo[dirs] = graph
         return graph
 
@@ -1302,6 +1303,43 @@ class RankFacts:
         memo[path] = (strings, defs, attrs)
         return memo[path]
 
+    def _attribute_stores(self, attr: str, judge) -> list | None:
+        """``[judge(module, store, target)]`` for every store of ``.<attr>`` (an ``Assign`` or
+        ``AnnAssign`` whose ``target`` is that attribute) in the ``.py`` files under the checked
+        root, file by file; ``None`` when there is none, when ``judge`` returns
+        :data:`_NOT_ACCEPTED` (the scan stops there), when another kind of store exists (augmented,
+        a tuple target, ``del``, ``setattr``), when a function or a class body defines the name,
+        or when a file cannot be read or parsed."""
+        files = self._tree_files(attr.encode())
+        if not files:
+            return None
+        pat = _store_pattern(attr)
+        out = []
+        for path, module in files:
+            got = self._parsed(path, module)
+            if got is None:
+                return None
+            _path, module, tree, lines = got
+            every = stores = 0
+            for node in _fast_walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
+                    return None
+                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
+                    return None
+                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
+                    every += 1
+                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                        if isinstance(t, ast.Attribute) and t.attr == attr:
+                            stores += 1
+                            got = judge(module, node, t)
+                            if got is _NOT_ACCEPTED:
+                                return None
+                            out.append(got)
+            if every != stores or len(pat.findall("".join(lines.lines))) != stores:
+                return None  # another kind of store (augmented, a tuple target, setattr)
+        return out
+
     def rank_alias(self, attr: str) -> tuple | None:
         """``LAST`` / ``FIRST`` when every store of ``.<attr>`` under the checked root is
         ``self.<attr> = <rank test>`` (``self.is_last_pp_rank = get_pp_group().is_last_rank``,
@@ -1311,29 +1349,7 @@ class RankFacts:
         if attr in memo:
             return memo[attr]
         memo[attr] = None
-        files = self._tree_files(attr.encode())
-        if not files:
-            return None
-        pat = _store_pattern(attr)
-        values = set()
-        for _path, _module, tree, lines in files:
-            stores = every = 0
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == attr:
-                    return None
-                if isinstance(node, ast.ClassDef) and any(attr in _target_names_of(st) for st in node.body):
-                    return None
-                if isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del)):
-                    every += 1
-                if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    for t in targets:
-                        if isinstance(t, ast.Attribute) and t.attr == attr:
-                            stores += 1
-                            values.add(formula(node.value))
-            text = "".join(lines.lines)
-            if every != stores or len(pat.findall(text)) != stores:
-                return None  # another kind of store (augmented, a tuple target, setattr)
+        values = set(self._attribute_stores(attr, lambda module, node, target: formula(node.value)) or ())
         if len(values) == 1 and next(iter(values)) in (LAST, FIRST):
             memo[attr] = next(iter(values))
         return memo[attr]
@@ -1375,7 +1391,11 @@ class RankFacts:
         related = {e for e in mro if e[0] != "<external>"}
         target = None
         sites = []  # (module, lines, call, function, owner class or None)
-        for path, module, tree, lines in files:
+        for path, module in files:
+            got = self._parsed(path, module)
+            if got is None:
+                return False
+            path, module, tree, lines = got
             strings, defs, attrs = self._index(path, tree)
             for _node, parent in strings.get(fname, ()):
                 if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "hasattr"):
@@ -1467,7 +1487,7 @@ class RankFacts:
                 break  # found but unreadable: cannot be told
             answer = False
             lines = LineIndex(text)
-            for fn in ast.walk(tree):
+            for fn in _fast_walk(tree):
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
                 body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
@@ -1504,8 +1524,10 @@ class RankFacts:
             return memo[module]
         memo[module] = True  # while it is being answered
         registered = []
+        engines = set()  # the top-level packages of the registries that list the module
         for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ():
             if full == module:
+                engines.add(module.split(".", 1)[0])
                 registered.append((module, cls))
             elif module.startswith(full + "."):
                 # an entry naming the package (vLLM 0.33.0 `vllm.models.glm5next`) whose
@@ -1515,8 +1537,12 @@ class RankFacts:
                 except Exception:
                     key = None
                 if key is not None and key[0] == module:
+                    engines.add(module.split(".", 1)[0])
                     registered.append(key)
-        registered += [key for _arch, _top, key, _name, _m, _line in self.registrations() if key and key[0] == module]
+        for _arch, top, key, _name, _m, _line in self.registrations():
+            if key and key[0] == module:
+                registered.append(key)
+                engines.add(top)
         ok = True
         if registered:
             ok = False
@@ -1528,8 +1554,61 @@ class RankFacts:
                 except Exception:
                     ok = True  # cannot tell: judge it
                     break
+        if not ok and not all(top and self.refuses_unsupported_models(top) for top in sorted(engines, key=str)):
+            memo[module] = True
+            # the registered model lacks the protocol, but that the engine then refuses it is not
+            # in the tree: neither judged as a PP model nor passed as one that never runs under PP
+            raise Unresolved("engine-fact-unknown", f"`{module}`'s registered classes do not list "
+                             f"`{F.PP_PROTOCOL}`, and no check in the analysed code refuses pipeline "
+                             "parallelism for such a model")
         memo[module] = ok
         return ok
+
+    def refuses_unsupported_models(self, top: str) -> bool:
+        """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
+        > 1`` for a model that does not support it: some function of a module of ``top`` under the
+        scanned folders (:meth:`_scan_dirs`: the checked root and the packages it imports, the
+        engine a plugin runs in included) raises on every path
+        where ``pipeline_parallel_size > 1`` holds and a call named for PP support (``...
+        is_pp_supported_model(...)``, ``supports_pp(...)``) returns false.  vLLM 0.10.0 has it in
+        vllm/config.py, 0.21.0 to 0.33.0 and Aphrodite 0.24.1 in ``<pkg>/config/model.py``
+        (``raise NotImplementedError("Pipeline parallelism is not supported for this model. ...")``);
+        SGLang 0.5.23 has none.  False when none is found or a file cannot be read."""
+        memo = self._memo.setdefault("refuses-unsupported", {})
+        dirs = self._scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        memo[(dirs, top)] = answer = False
+        for path, module in self._tree_files(b"pp_supported", b"supports_pp") or ():
+            if module != top and not module.startswith(top + "."):
+                continue  # another package's check says nothing of this engine
+            got = self._parsed(path, module)
+            if got is None:
+                continue
+            _path, _module, tree, lines = got
+            for fn in _fast_walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+                if "pipeline_parallel_size" not in body or ("pp_supported" not in body and "supports_pp" not in body):
+                    continue
+                w = _ReturnWalker(lines, fn)
+                w.block(fn.body, TRUE, frozenset(), False, {})
+                if not w.raises:
+                    continue
+                raised = f_or(*w.raises)
+                for atom in sorted(_atoms(raised, set()) - {"@first", "@last"}):
+                    name = atom.split("(", 1)[0].rsplit(".", 1)[-1]
+                    if "(" in atom and ("pp_supported" in name or "supports_pp" in name) \
+                            and satisfying(f_and(f_not(("a", atom)), f_not(raised))) is None:
+                        answer = True  # the model not supported under PP: a raise on every path
+                        break
+                if answer:
+                    break
+            if answer:
+                break
+        memo[(dirs, top)] = answer
+        return answer
 
     def registrations(self) -> list:
         """:meth:`Resolver.registrations` of the checked files and of every other file of the

@@ -28,6 +28,9 @@ REASONS: dict[str, tuple[str, str]] = {
                       "decorator, a metaclass, `setattr` with a computed name)", ""),
     "ambiguous": ("a name or module has more than one definition (bound twice, or in two folders)", ""),
     "recursion-limit": ("a class hierarchy or receiver chain too deep to follow", ""),
+    "engine-fact-unknown": ("a fact about the engine that decides the verdict is not in the analysed code (that "
+                            "it refuses pipeline parallelism for a registered model without SupportsPP)",
+                            "`--src DIR` with the engine's sources, or `--python PATH` with it installed"),
 }
 
 # the order used when two reasons are equally common, and the fallback reason

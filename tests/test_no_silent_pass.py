@@ -459,3 +459,49 @@ def test_plugin_without_vllm_is_not_judged_not_passed(tmp_path):
     stub = run_cli("check", "foo", "--no-cache", "--python", "none", "--src", REPO / "fixtures" / "ppstub",
                    "--output-format", "json", cwd=pkg)
     assert [(f["code"], f["location"]["row"]) for f in stub.json()] == [("PPA101", 23)]
+
+
+def test_a_renamed_copy_lists_a_skipped_init_it_cannot_follow(tmp_path):
+    """A copy of an engine under another top-level name keeps its absolute imports of the original
+    name: a class whose `__init__` calls `nn.Module.__init__(self)` on a base that is then not found
+    is listed as not judged by PPA301 (which base `__init__` it skips cannot be told), not passed.
+    With the original name, the same code is judged and reported."""
+    base = """
+        import torch.nn as nn
+
+
+        class DecoderModel(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.use_mha = True
+
+            def load_weights(self, weights):
+                return self.use_mha
+    """
+    eagle = """
+        import torch.nn as nn
+
+        from {pkg}.models.decoder import DecoderModel
+
+
+        class EagleModel(DecoderModel):
+            def __init__(self):
+                nn.Module.__init__(self)
+    """
+    for pkg, imported in (("copied", "original"), ("original", "original")):
+        root = tmp_path / pkg
+        for rel, text in {f"{pkg}/__init__.py": "", f"{pkg}/models/__init__.py": "",
+                          f"{pkg}/models/decoder.py": base,
+                          f"{pkg}/models/eagle.py": eagle.format(pkg=imported)}.items():
+            p = root / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(textwrap.dedent(text))
+        r = run_cli("check", pkg, "--no-cache", "--python", "none", "--output-format", "json", "--show-unresolved",
+                    cwd=root)
+        out = json.loads(r.stdout)
+        got = {(f.get("code") or f.get("rule"), f.get("name") == "not-judged") for f in out}
+        if pkg == "copied":
+            assert got == {("PPA301", True)}, out
+            assert "module-not-found" in out[0]["message"] and "EagleModel.__init__" in out[0]["message"]
+        else:
+            assert got == {("PPA301", False)}, out

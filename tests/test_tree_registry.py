@@ -75,10 +75,20 @@ def _check(folder: Path, target: str):
             {(Path(f["filename"]).name, f["rule"]) for f in out if f.get("name") == "not-judged"})
 
 
-def test_a_renamed_package_keeps_its_registry(tmp_path):
+REFUSAL = """
+    class ModelConfig:
+        def verify_with_parallel_config(self, parallel_config):
+            if parallel_config.pipeline_parallel_size > 1:
+                if not self.registry.is_pp_supported_model(self.architectures):
+                    raise NotImplementedError("Pipeline parallelism is not supported for this model.")
+"""
+
+
+def _fork(root: Path, refusal: bool) -> None:
     pkg = "myfork/model_executor/models"
-    _write(tmp_path, {
+    _write(root, {
         "myfork/__init__.py": "", "myfork/model_executor/__init__.py": "", f"{pkg}/__init__.py": "",
+        "myfork/config.py": REFUSAL if refusal else "class ModelConfig:\n    pass\n",
         f"{pkg}/registry.py": """
             _TEXT_GENERATION_MODELS = {
                 "NoPPForCausalLM": ("nopp", "NoPPForCausalLM"),
@@ -93,10 +103,26 @@ def test_a_renamed_package_keeps_its_registry(tmp_path):
         f"{pkg}/draft.py": DRAFTER.format(name="DraftModel"),
         f"{pkg}/listed.py": DRAFTER.format(name="ListedModel"),
     })
+
+
+def test_a_renamed_package_keeps_its_registry(tmp_path):
+    _fork(tmp_path, refusal=True)
     found, unjudged = _check(tmp_path, "myfork")
-    # the engine refuses PP for a model without SupportsPP, and runs drafters with PP = 1
+    # the engine refuses PP for a model without SupportsPP (its config says so, vLLM 0.10.0's
+    # shape), and runs drafters with PP = 1
     assert found == {("pp.py", "PPA101"), ("pp.py", "PPA201"), ("listed.py", "PPA201")}
     assert not unjudged
+
+
+def test_a_refusal_not_in_the_tree_is_not_taken_on_trust(tmp_path):
+    """A registered model without SupportsPP whose engine shows no refusal: its tied-head read is
+    neither reported nor passed as code that never runs under PP, but listed as not judged."""
+    _fork(tmp_path, refusal=False)
+    found, unjudged = _check(tmp_path, "myfork")
+    assert found == {("pp.py", "PPA101"), ("pp.py", "PPA201"), ("listed.py", "PPA201")}
+    assert unjudged == {("nopp.py", "PPA101")}
+    r = run_cli("check", "myfork", "--src", STUBS, "--no-cache", "--show-unresolved", cwd=tmp_path)
+    assert "engine-fact-unknown" in r.stdout and "SupportsPP" in r.stdout
 
 
 def test_plugin_registrations(tmp_path):

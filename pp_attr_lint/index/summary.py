@@ -653,6 +653,33 @@ def _walk(node: ast.AST):
         yield node
 
 
+def walk(node: ast.AST):
+    """Every node under ``node`` (itself included) in :func:`ast.walk`'s order, without the
+    context and operator leaves (``Load``, ``Add``, ``Not``, ...; read them as ``.ctx`` and
+    ``.op`` of their parents): a faster ``ast.walk`` for the analyses that look for other nodes."""
+    return _walk(node)
+
+
+def statements_on_lines(body: list, marked: list[int]):
+    """The statements of ``body``, and of the blocks inside them at any depth (``except``
+    handlers included), whose lines hold one of the line numbers ``marked`` (sorted): a node
+    whose text holds a word lies in such a statement, so the others are not visited.  A compound
+    statement comes before the statements of its blocks."""
+    from bisect import bisect_left
+
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        k = bisect_left(marked, node.lineno)
+        if k == len(marked) or marked[k] > node.end_lineno:
+            continue  # no marked line in this statement
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(node, field, ()))
+        for case in getattr(node, "cases", ()):  # match statements (a match_case has no lines)
+            todo.extend(case.body)
+
+
 def child_nodes(node: ast.AST) -> list:
     """The direct children of ``node`` that :func:`_walk` visits, in :func:`ast.iter_child_nodes`'s
     order, without the context and operator leaves (a faster ``ast.iter_child_nodes``)."""

@@ -10,6 +10,14 @@ from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path, read_source
 
 
+def _fast_walk(node):
+    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
+    loads the rules but no analysis code)."""
+    from pp_attr_lint.index.summary import walk
+
+    return walk(node)
+
+
 # characters str.splitlines() breaks at and Python's tokenizer does not
 _OTHER_LINE_BREAKS = ("\v", "\f", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 
@@ -39,13 +47,26 @@ class SkippedInitAttribute(Rule):
 
     def check(self, ctx):
         out = []
+        unresolved = ctx.shared.setdefault(("PPA301", "unresolved"), {})
         for cname, rec in ctx.summary["classes"].items():
             if not _judged(cname, rec):
                 continue
             init = rec["methods"]["__init__"]
-            f = self._judge_class(ctx, (ctx.module, cname), rec, init)
+            key = (ctx.module, cname)
+            f = self._judge_class(ctx, key, rec, init)
             if f is not None:
                 out.append(f)
+            elif key in unresolved and unresolved[key].reason in _CODE_NOT_HERE:
+                # the MRO leads into code the run does not have (a renamed copy whose absolute
+                # imports name the original package, a plugin without vLLM): which base
+                # `__init__` the explicit call skips cannot be told, and that is said
+                from pp_attr_lint.model import NotJudged
+
+                e = unresolved[key]
+                out.append(NotJudged(code=self.code, reason=e.reason, path=ctx.file.path, row=rec["line"], column=1,
+                                     detail=f"`{cname}.__init__` "
+                                            f"{_how(init).removesuffix(', which').removesuffix(' and so')}: {e.detail}",
+                                     dep_path=e.path))
         out.extend(self._judge_callers(ctx))
         return out
 
@@ -62,7 +83,8 @@ class SkippedInitAttribute(Rule):
             r.check_resolved(key)
             mro = r.mro(key)
             inits = r.executed_inits(key)
-        except Unresolved:
+        except Unresolved as e:
+            ctx.shared.setdefault(("PPA301", "unresolved"), {})[key] = e
             return []
         executed = {id(s) for _, s in inits}
         if any(s.get("passes_self") for _, s in inits):
@@ -210,7 +232,7 @@ class SkippedInitAttribute(Rule):
                 continue
             me = fn.args.args[0].arg
             if any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
-                   for sub in ast.walk(fn)):
+                   for sub in _fast_walk(fn)):
                 out[fn.name] = ({}, ())  # `self` rebound: not the instance throughout
                 continue
             found: dict = {}
@@ -221,7 +243,7 @@ class SkippedInitAttribute(Rule):
                 f0 = todo.pop()
                 done.add(id(f0))
                 for node in _unconditional(f0.body):
-                    for sub in ast.walk(node):
+                    for sub in _fast_walk(node):
                         if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
                                 isinstance(sub.value, ast.Name) and sub.value.id == me:
                             found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
@@ -387,10 +409,10 @@ def _nested_helpers(fn, me: str) -> dict:
         a = node.args
         params = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
         if me in params or any(isinstance(sub, ast.Name) and sub.id == me and not isinstance(sub.ctx, ast.Load)
-                               for sub in ast.walk(node)):
+                               for sub in _fast_walk(node)):
             continue
         calls = loads = 0
-        for sub in ast.walk(fn):
+        for sub in _fast_walk(fn):
             if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
                 calls += 1
             elif isinstance(sub, ast.Name) and sub.id == name:
@@ -486,6 +508,9 @@ def _exits(body: list) -> bool:
 
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
+
+# reasons that mean the analysed code lacks what a verdict needs (not a shape the rule cannot read)
+_CODE_NOT_HERE = ("module-not-found", "unknown-base", "syntax-error")
 
 _PLAIN_BASES = {"object", "nn.Module", "torch.nn.Module", "Module", "ABC", "abc.ABC", "Protocol", "Generic"}
 

@@ -7,6 +7,14 @@ import re
 
 from pp_attr_lint.rule_api import Rule
 
+
+def _fast_walk(node):
+    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
+    loads the rules but no analysis code)."""
+    from pp_attr_lint.index.summary import walk
+
+    return walk(node)
+
 # calls and names that skip, or decide on, what another rank owns: a lookup in a function that
 # uses one of them in a way this rule does not read is left alone (precision over recall)
 _SKIP_CALL = "is_pp_missing_parameter"
@@ -26,16 +34,22 @@ def _scopes():
     return (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 
-def _own_nodes(fn):
-    """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out."""
-    import ast
+def _own_nodes(fn, scopes: list | None = None):
+    """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out (and the
+    context and operator leaves, as :func:`_fast_walk`); ``scopes`` gets those left out, in the
+    order met."""
+    from pp_attr_lint.index.summary import child_nodes
 
     _SCOPES = _scopes()
-    stack = [n for n in fn.body if not isinstance(n, _SCOPES)]
+    stack = list(fn.body)
     while stack:
         node = stack.pop()
+        if isinstance(node, _SCOPES):
+            if scopes is not None:
+                scopes.append(node)
+            continue
         yield node
-        stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, _SCOPES))
+        stack.extend(child_nodes(node))
 
 
 def _params_dict_call(node) -> bool:
@@ -69,26 +83,25 @@ class _Function:
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
         self.quant_derived: set[str] = set()  # names computed from `self.quant_config`
-        for node in _own_nodes(fn):
+        scopes: list = []
+        self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
+        for node in _own_nodes(fn, scopes):
+            if isinstance(node, (ast.Assign, ast.NamedExpr)):
+                self.assigns.append(node)
             if isinstance(node, ast.Assign) and _params_dict_call(node.value):
                 self.dicts.update(t.id for t in node.targets if isinstance(t, ast.Name))
-            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and getattr(node, "value", None) is not None:
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) \
+                    and getattr(node, "value", None) is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                used = {n.id for n in ast.walk(node.value) if isinstance(n, ast.Name)}
-                for t in targets:
-                    for n in ast.walk(t):
-                        if isinstance(n, ast.Name):
-                            self.derived.setdefault(n.id, set()).update(used)
-            elif isinstance(node, ast.NamedExpr):
-                self.derived.setdefault(node.target.id, set()).update(
-                    n.id for n in ast.walk(node.value) if isinstance(n, ast.Name))
-            if isinstance(node, (ast.Assign, ast.NamedExpr)) and any(
-                    isinstance(n, ast.Attribute) and n.attr == "quant_config" for n in ast.walk(node.value)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                self.quant_derived.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+                used, quant = _names_in(node.value)
+                names = [n.id for t in targets for n in _fast_walk(t) if isinstance(n, ast.Name)]
+                for n in names:
+                    self.derived.setdefault(n, set()).update(used)
+                if quant and isinstance(node, (ast.Assign, ast.NamedExpr)):
+                    self.quant_derived.update(names)
             if isinstance(node, (ast.For, ast.comprehension)):
-                used = {n.id for n in ast.walk(node.iter) if isinstance(n, ast.Name)}
-                for n in ast.walk(node.target):
+                used = {n.id for n in _fast_walk(node.iter) if isinstance(n, ast.Name)}
+                for n in _fast_walk(node.target):
                     if isinstance(n, ast.Name):
                         self.derived.setdefault(n.id, set()).update(used)
             if isinstance(node, ast.Name) and _rank_word(node.id):
@@ -105,8 +118,8 @@ class _Function:
                     self.guards.append((node.lineno, node.args[0].id, frozenset()))  # params_dict.get(name)
             elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
                 # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`
-                within = frozenset(n.id for c in node.comparators for n in ast.walk(c) if isinstance(n, ast.Name))
-                self.guards.extend((node.lineno, n.id, within) for n in ast.walk(node.left) if isinstance(n, ast.Name))
+                within = frozenset(n.id for c in node.comparators for n in _fast_walk(c) if isinstance(n, ast.Name))
+                self.guards.extend((node.lineno, n.id, within) for n in _fast_walk(node.left) if isinstance(n, ast.Name))
             elif isinstance(node, ast.Try):
                 if any(_catches_key_error(h) for h in node.handlers):
                     self.catches.append((node.body[0].lineno, node.body[-1].end_lineno))
@@ -114,17 +127,20 @@ class _Function:
                     and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Name):
                 self.lookups.append(node)
 
+        # the functions defined in the own body (not in a nested class or lambda)
+        self.defs = [n for n in scopes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
     def checked_by_callee(self, dicts: set[str]) -> None:
         """Names computed by a call that is handed a parameter dict count as tested against it
         (``maybe_remap_kv_scale_name(name, params_dict)`` returns ``None`` for a name not in it)."""
         import ast
 
-        for node in _own_nodes(self.node):
-            if isinstance(node, (ast.Assign, ast.NamedExpr)) and node.value is not None:
+        for node in self.assigns:
+            if node.value is not None:
                 if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
-                       for c in ast.walk(node.value)):
+                       for c in _fast_walk(node.value)):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    self.guards.extend((node.lineno, n.id, frozenset()) for t in targets for n in ast.walk(t)
+                    self.guards.extend((node.lineno, n.id, frozenset()) for t in targets for n in _fast_walk(t)
                                        if isinstance(n, ast.Name))
 
     def all_dicts(self) -> set[str]:
@@ -152,6 +168,19 @@ class _Function:
         strings = names - self.all_dicts()  # the key and the strings it was made from
         return any(gl <= line and g in names and not (within & strings) for gl, g, within in self.guards) or any(
             a <= line <= b for a, b in self.catches)
+
+
+def _names_in(expr) -> tuple[set[str], bool]:
+    """The names ``expr`` reads, and whether it reads an attribute ``quant_config`` (one walk)."""
+    import ast
+
+    names, quant = set(), False
+    for n in _fast_walk(expr):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute) and n.attr == "quant_config":
+            quant = True
+    return names, quant
 
 
 def _catches_key_error(handler) -> bool:
@@ -182,11 +211,11 @@ def _collect(tree, lines) -> dict:
     for c in classes:
         # `self.start_layer, self.end_layer, self.layers = make_layers(...)`: this rank's slice (a
         # list assigned alone, as SGLang's `self.layers = make_layers(...)` without a PP rank, holds
-        # every layer); only classes whose text calls it are walked
+        # every layer); only the statements whose lines name it are walked
         if "make_layers" in texts[c.name] and any(
                 isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
                 and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "make_layers"
-                and any(isinstance(t, ast.Tuple) for t in n.targets) for n in ast.walk(c)):
+                and any(isinstance(t, ast.Tuple) for t in n.targets) for n in _nodes_naming(c, lines, "make_layers")):
             layered.add(c.name)
     changed = True
     while changed:  # a wrapper that constructs a layered class of this module holds its layers
@@ -194,9 +223,10 @@ def _collect(tree, lines) -> dict:
         for c in classes:
             if c.name in layered or "load_weights" not in texts[c.name]:
                 continue
-            if any(name + "(" in texts[c.name] for name in layered) and any(
+            called = [name for name in layered if name + "(" in texts[c.name]]
+            if called and any(
                     isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered
-                    for n in ast.walk(c)):
+                    for name in called for n in _nodes_naming(c, lines, name + "(")):
                 layered.add(c.name)
                 changed = True
     out = []
@@ -212,6 +242,30 @@ def _collect(tree, lines) -> dict:
     return {"layered": sorted(layered), "lookups": out}
 
 
+def _nodes_naming(cls, lines, word: str):
+    """The nodes of the statements of class ``cls`` (at any depth) whose own lines hold ``word``:
+    a node whose text holds it lies in such a statement, so no other statement is walked."""
+    import ast
+
+    from pp_attr_lint.index.summary import statements_on_lines
+
+    blocks = ("body", "orelse", "finalbody", "handlers", "cases")
+    marked = [i for i in range(cls.lineno, cls.end_lineno + 1) if word in lines.lines[i - 1]]
+    for node in statements_on_lines(cls.body, marked):
+        if not any(getattr(node, f, None) for f in blocks):
+            yield from _fast_walk(node)  # a simple statement: all of it
+            continue
+        yield node  # a compound one: its own expressions (its blocks' statements come on their own)
+        for f in node._fields:
+            if f not in blocks:
+                v = getattr(node, f)
+                for x in v if isinstance(v, list) else [v]:
+                    if isinstance(x, ast.AST):
+                        yield from _fast_walk(x)
+        for case in getattr(node, "cases", ()):
+            yield from (n for x in (case.pattern, case.guard) if x is not None for n in _fast_walk(x))
+
+
 def _judge(lw, methods, module_funcs, lines) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw``."""
     import ast
@@ -223,11 +277,10 @@ def _judge(lw, methods, module_funcs, lines) -> list:
     todo = [root]
     while todo:
         f = todo.pop()
-        for node in _own_nodes_with_defs(f.node):  # the functions defined in f's own body
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                g = _Function(node, f"{f.qualname}.<locals>.{node.name}", f)
-                funcs.append(g)
-                todo.append(g)
+        for node in f.defs:  # the functions defined in f's own body
+            g = _Function(node, f"{f.qualname}.<locals>.{node.name}", f)
+            funcs.append(g)
+            todo.append(g)
     # helpers given a parameter dict: self.helper(params_dict, ...) and module_helper(params_dict, ...)
     helpers: dict[str, _Function] = {}
     for f in list(funcs):
@@ -269,7 +322,7 @@ def _judge(lw, methods, module_funcs, lines) -> list:
                     kw = next((w.value for w in call.keywords if w.arg == f.params[k]), None)
                     arg = kw
                 found = True
-                names = [n.id for n in ast.walk(arg) if isinstance(n, ast.Name)] if arg is not None else []
+                names = [n.id for n in _fast_walk(arg) if isinstance(n, ast.Name)] if arg is not None else []
                 if not names:
                     return None  # no name to follow
                 if caller.opaque:
@@ -315,18 +368,6 @@ def _judge(lw, methods, module_funcs, lines) -> list:
     return out
 
 
-def _own_nodes_with_defs(fn):
-    import ast
-
-    stack = list(fn.body)
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(node))
-
-
 _PARAMS_DICT = re.compile(rb"dict\(\s*self\.named_parameters\(")
 
 
@@ -350,9 +391,13 @@ class UnownedParameterLoad(Rule):
             return []
         from pp_attr_lint import ranks
 
+        from pp_attr_lint.resolve import Unresolved
+
         try:
             if not ranks.RankFacts.of(ctx).module_runs_under_pp(ctx.module):
                 return []  # a registered model that does not support pipeline parallelism
+        except Unresolved:
+            raise  # whether the engine refuses the model is not known: the file is not judged
         except Exception:  # noqa: BLE001  (cannot tell: judge it)
             pass
         out = []

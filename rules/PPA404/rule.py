@@ -7,6 +7,14 @@ from __future__ import annotations
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 
+
+def _fast_walk(node):
+    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
+    loads the rules but no analysis code)."""
+    from pp_attr_lint.index.summary import walk
+
+    return walk(node)
+
 _PREDICATES = {F.FIRST_RANK_PREDICATE: "first", F.LAST_RANK_PREDICATE: "last"}
 # names of the pipeline's size: a test on them holds on every rank alike
 _SIZE_NAMES = frozenset({"world_size", "pp_size", "pipeline_parallel_size"})
@@ -37,7 +45,7 @@ def _aliases(fn) -> set[str]:
     """Locals bound to ``get_pp_group()`` in ``fn``."""
     ast = _ast()
     out = set()
-    for n in ast.walk(fn):
+    for n in _fast_walk(fn):
         if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) \
                 and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "get_pp_group":
             out.update(t.id for t in n.targets if isinstance(t, ast.Name))
@@ -68,43 +76,50 @@ def _exits(body) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
-def _paths(fn):
-    """``{id(call): (call, [(atom node, polarity)])}``: every call in ``fn`` with the conditions of
-    the path to it (enclosing ``if``s and earlier ``if ...: return`` in the same blocks); ``None``
-    for a condition that asserts nothing definite."""
+def _path_statements(stmts, conds=(), handlers: bool = True, defs: bool = False):
+    """``(statement, path conditions)`` for every statement of ``stmts`` and the blocks inside
+    them: the conditions of the enclosing ``if``s and of earlier ``if ...: return`` in the same
+    blocks, ``[(atom node, polarity)]`` (``None`` for one that asserts nothing definite).  An
+    ``if`` comes before its branches, any other statement after its own blocks; ``handlers``:
+    enter ``except`` blocks; ``defs``: enter nested functions and classes."""
     ast = _ast()
-    out = {}
-
-    def block(stmts, conds):
-        conds = list(conds)
-        for st in stmts:
-            if isinstance(st, ast.If):
-                pos, neg = _conjuncts(st.test, True), _conjuncts(st.test, False)
-                visit_expr(st.test, conds)
-                block(st.body, conds + ([None] if pos is None else pos))
-                block(st.orelse, conds + ([None] if neg is None else neg))
-                if _exits(st.body) and not st.orelse:
-                    conds = conds + ([None] if neg is None else neg)
-                continue
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
+    conds = list(conds)
+    for st in stmts:
+        if isinstance(st, ast.If):
+            pos, neg = _conjuncts(st.test, True), _conjuncts(st.test, False)
+            yield st, conds
+            yield from _path_statements(st.body, conds + ([None] if pos is None else pos), handlers, defs)
+            yield from _path_statements(st.orelse, conds + ([None] if neg is None else neg), handlers, defs)
+            if _exits(st.body) and not st.orelse:
+                conds = conds + ([None] if neg is None else neg)
+            continue
+        if defs or not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             for field in ("body", "orelse", "finalbody", "handlers"):
                 sub = getattr(st, field, None)
                 if sub and isinstance(sub, list) and isinstance(sub[0], ast.stmt):
-                    block(sub, conds)
-                elif sub and isinstance(sub, list) and isinstance(sub[0], ast.excepthandler):
+                    yield from _path_statements(sub, conds, handlers, defs)
+                elif handlers and sub and isinstance(sub, list) and isinstance(sub[0], ast.excepthandler):
                     for h in sub:
-                        block(h.body, conds)
-            for child in ast.iter_child_nodes(st):
-                if isinstance(child, ast.expr):
-                    visit_expr(child, conds)
+                        yield from _path_statements(h.body, conds, handlers, defs)
+        yield st, conds
 
-    def visit_expr(e, conds):
-        for n in ast.walk(e):
-            if isinstance(n, ast.Call):
-                out[id(n)] = (n, conds)
 
-    block(fn.body, [])
+def _paths(fn):
+    """``{id(call): (call, [(atom node, polarity)])}``: every call in ``fn`` with the conditions of
+    the path to it (see :func:`_path_statements`)."""
+    ast = _ast()
+    out = {}
+    for st, conds in _path_statements(fn.body):
+        if isinstance(st, ast.If):
+            exprs = [st.test]
+        elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        else:
+            exprs = [c for c in ast.iter_child_nodes(st) if isinstance(c, ast.expr)]
+        for e in exprs:
+            for n in _fast_walk(e):
+                if isinstance(n, ast.Call):
+                    out[id(n)] = (n, conds)
     return out
 
 
@@ -141,36 +156,20 @@ def _state_assignments(cls):
         if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         aliases = _aliases(m)
-
-        def block(stmts, conds):
-            conds = list(conds)
-            for st in stmts:
-                if isinstance(st, ast.If):
-                    pos, neg = _conjuncts(st.test, True), _conjuncts(st.test, False)
-                    block(st.body, conds + ([None] if pos is None else pos))
-                    block(st.orelse, conds + ([None] if neg is None else neg))
-                    if _exits(st.body) and not st.orelse:
-                        conds = conds + ([None] if neg is None else neg)
-                    continue
-                if isinstance(st, ast.Assign):
-                    for t in st.targets:
-                        pairs = []
-                        if isinstance(t, ast.Tuple) and isinstance(st.value, ast.Tuple) and len(t.elts) == len(st.value.elts):
-                            pairs = list(zip(t.elts, st.value.elts))
-                        elif not isinstance(t, ast.Tuple):
-                            pairs = [(t, st.value)]
-                        else:
-                            pairs = [(e, None) for e in t.elts]
-                        for target, value in pairs:
-                            if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                                    and target.value.id == "self":
-                                out.setdefault(target.attr, []).append((_kind(value), conds, aliases, m.name))
-                for field in ("body", "orelse", "finalbody"):
-                    sub = getattr(st, field, None)
-                    if sub and isinstance(sub, list) and isinstance(sub[0], ast.stmt):
-                        block(sub, conds)
-
-        block(m.body, [])
+        for st, conds in _path_statements(m.body, handlers=False, defs=True):
+            if isinstance(st, ast.Assign):
+                for t in st.targets:
+                    pairs = []
+                    if isinstance(t, ast.Tuple) and isinstance(st.value, ast.Tuple) and len(t.elts) == len(st.value.elts):
+                        pairs = list(zip(t.elts, st.value.elts))
+                    elif not isinstance(t, ast.Tuple):
+                        pairs = [(t, st.value)]
+                    else:
+                        pairs = [(e, None) for e in t.elts]
+                    for target, value in pairs:
+                        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
+                                and target.value.id == "self":
+                            out.setdefault(target.attr, []).append((_kind(value), conds, aliases, m.name))
     return out
 
 
@@ -245,8 +244,8 @@ class _Judge:
                     return None  # stored under conditions not read, or by a method run who knows where
                 verdicts.append(need in lits)
             return all(verdicts)
-        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
-            n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)}
+        names = {n.id for n in _fast_walk(node) if isinstance(n, ast.Name)} | {
+            n.attr for n in _fast_walk(node) if isinstance(n, ast.Attribute)}
         if names & _SIZE_NAMES or isinstance(node, ast.Constant):
             return False  # the pipeline's size: the same on every rank
         return None  # a call, a parameter, an attribute of another object: may depend on the rank
@@ -300,7 +299,7 @@ def _collect(tree, lines) -> list:
             got = memo.get(name)
             if got is None:
                 m = methods[name]
-                al = _aliases(m)
+                al = _aliases(m) if "get_pp_group" in bodies[name] else set()  # no call of it: no walk
                 got = memo[name] = [(call.func.attr, call, conds, al) for call, conds in _paths(m).values()
                                     if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
                                     and call.func.value.id == "self"]
