@@ -1129,6 +1129,23 @@ class RankFacts:
             out += memo[(folder, prefix)]
         return out
 
+    def tree_files(self, *needles: bytes) -> list | None:
+        """``(path, module, tree, lines)`` of the ``.py`` files of the analysed tree (the checked
+        root and the packages this file imports from outside it) whose bytes hold one of
+        ``needles``, parsed and memoized per run, their stats recorded for the cache; ``None`` when
+        one cannot be read or parsed, or a folder is not found.  For rules that look for the
+        callers or constructions of a name across the tree."""
+        files = self._tree_files(*needles)
+        if files is None:
+            return None
+        out = []
+        for path, module in files:
+            got = self._parsed(path, module)
+            if got is None:
+                return None
+            out.append(got)
+        return out
+
     def _tree_files(self, *needles: bytes) -> list | None:
         """``(path, module)`` of the ``.py`` files where callers can be (:meth:`_scan_dirs`) whose
         bytes hold one of ``needles``; ``None`` when one cannot be read or a folder is not found.

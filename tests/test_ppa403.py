@@ -1,0 +1,143 @@
+"""PPA403 (stage-local-layer-id): how a call's receiver is established, and what is listed as not
+judged when it cannot be (the rule case ``rules/PPA403/cases/kvpool`` covers the findings)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+from helpers import run_cli
+
+POOL = """
+class Pool:
+    def __init__(self, layer_num, start_layer=0):
+        self.start_layer = start_layer
+        self.v_buffer = [[0.0] * 8 for _ in range(layer_num)]
+
+    def get_value_buffer(self, layer_id):
+        return self.v_buffer[layer_id - self.start_layer]
+"""
+RUNNER = """
+from .pool import Pool
+from .backend import Backend
+
+
+class Runner:
+    def __init__(self, start):
+        self.pool = Pool(2, start_layer=start)
+
+    def init_backend(self):
+        self.backend = Backend(self)
+"""
+BACKEND = """
+class Backend:
+    def __init__(self, runner):
+        self.v_head_dim = len(runner.pool.get_value_buffer(0))
+"""
+
+
+def _tree(root: Path, **files: str) -> Path:
+    pkg = root / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    for name, text in files.items():
+        (pkg / f"{name}.py").write_text(textwrap.dedent(text), encoding="utf-8")
+    return root
+
+
+def _run(root: Path, *paths: str):
+    r = run_cli("check", *(paths or ("pkg",)), "--no-cache", "--python", "none", "--select", "PPA403",
+                "--output-format", "json", "--show-unresolved", cwd=root)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    got = json.loads(r.stdout)
+    findings = [(Path(f["filename"]).name, f["location"]["row"]) for f in got if f["code"] == "PPA403"]
+    unjudged = [f for f in got if f.get("name") == "not-judged"]
+    return findings, unjudged
+
+
+def test_the_one_construction_establishes_the_receiver(tmp_path):
+    root = _tree(tmp_path, pool=POOL, runner=RUNNER, backend=BACKEND)
+    assert _run(root) == ([("pool.py", 8)], [])
+    # the accessor's file alone gives the same verdict; the caller's file alone has nothing to report
+    assert _run(root, "pkg/pool.py") == ([("pool.py", 8)], [])
+    assert _run(root, "pkg/backend.py") == ([], [])
+
+
+def test_a_class_built_through_a_registry_is_not_judged(tmp_path):
+    runner = RUNNER.replace("self.backend = Backend(self)", "self.backend = BACKENDS['v'](self)").replace(
+        "from .backend import Backend", "from .backend import Backend\n\nBACKENDS = {'v': Backend}")
+    root = _tree(tmp_path, pool=POOL, runner=runner, backend=BACKEND)
+    findings, unjudged = _run(root)
+    assert findings == []
+    assert len(unjudged) == 1 and unjudged[0]["reason"] == "receiver-unresolved"
+    assert "used as a value" in unjudged[0]["detail"] and "backend.py:4" in unjudged[0]["detail"]
+    assert Path(unjudged[0]["filename"]).name == "pool.py"
+
+
+def test_a_factory_functions_unannotated_parameter_is_not_judged(tmp_path):
+    runner = RUNNER.replace("self.backend = Backend(self)", "self.backend = make(self)") + (
+        "\n\ndef make(runner):\n    return Backend(runner)\n")
+    root = _tree(tmp_path, pool=POOL, runner=runner, backend=BACKEND)
+    findings, unjudged = _run(root)
+    assert findings == [] and len(unjudged) == 1
+    assert "only an `__init__`'s parameter is followed" in unjudged[0]["detail"]
+
+
+def test_constructions_that_disagree_stay_silent(tmp_path):
+    other = """
+    class Flat:
+        def get_value_buffer(self, layer_id):
+            return [0.0] * 8
+
+
+    class OtherRunner:
+        def __init__(self):
+            self.pool = Flat()
+
+        def init_backend(self):
+            from .backend import Backend
+
+            self.backend = Backend(self)
+    """
+    root = _tree(tmp_path, pool=POOL, runner=RUNNER, backend=BACKEND, other=other)
+    assert _run(root) == ([], [])
+
+
+def test_an_abstract_declared_pool_is_not_judged(tmp_path):
+    pool = POOL + """
+
+class Base:
+    def get_value_buffer(self, layer_id):
+        raise NotImplementedError()
+"""
+    backend = """
+    from .pool import Base
+
+
+    class Backend:
+        def __init__(self, runner, pool: Base):
+            self.v_head_dim = len(pool.get_value_buffer(0))
+    """
+    root = _tree(tmp_path, pool=pool, backend=backend)
+    findings, unjudged = _run(root)
+    assert findings == [] and len(unjudged) == 1 and "is abstract" in unjudged[0]["detail"]
+
+
+def test_a_stage_guarded_probe_and_a_constant_start_layer_stay_silent(tmp_path):
+    backend = BACKEND.replace("        self.v_head_dim", "        if runner.start_layer == 0:\n            self.v_head_dim")
+    root = _tree(tmp_path, pool=POOL, runner=RUNNER, backend=backend)
+    assert _run(root) == ([], [])
+    pool = POOL.replace("self.start_layer = start_layer", "self.start_layer = 0")
+    root2 = _tree(tmp_path / "b", pool=pool, runner=RUNNER, backend=BACKEND) if (tmp_path / "b").mkdir() is None else None
+    assert _run(root2) == ([], [])
+
+
+def test_a_pool_never_built_with_a_stage_range_stays_silent(tmp_path):
+    # a sub-pool built without `start_layer` starts at layer 0 on every stage and takes local ids
+    runner = RUNNER.replace("Pool(2, start_layer=start)", "Pool(2)")
+    root = _tree(tmp_path, pool=POOL, runner=runner, backend=BACKEND)
+    assert _run(root) == ([], [])
+    runner = RUNNER.replace("Pool(2, start_layer=start)", "Pool(2, start_layer=0)")
+    (root / "pkg" / "runner.py").write_text(textwrap.dedent(runner), encoding="utf-8")
+    assert _run(root) == ([], [])
