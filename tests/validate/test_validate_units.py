@@ -205,6 +205,8 @@ def test_source_hash_depends_on_source_content(tmp_path):
     assert results.source_hash([], 2, "auto", "cpu") != results.source_hash([], 3, "auto", "cpu")
     # how the ranks start is part of the key: a spawn result is never served to a fork run
     assert results.source_hash([], 2, "auto", "cpu", worker_start="spawn") != results.source_hash([], 2, "auto", "cpu")
+    # so are the weights: a dummy-weights PASS says nothing about load_weights
+    assert results.source_hash([], 2, "auto", "cpu", weights="toy") != results.source_hash([], 2, "auto", "cpu")
 
 
 def test_cache_key_device_of_auto_is_what_the_driver_chooses(tmp_path, monkeypatch):
@@ -376,8 +378,8 @@ def test_witness_config_is_set_on_the_toy_config():
 
 
 def test_enclosing_functions(tmp_path):
-    """--findings tells a line of load_weights (or of a helper nested in it), which the toy engine
-    never runs (dummy weights), from one it runs."""
+    """--findings tells a line of load_weights (or of a helper nested in it), which runs only when
+    a checkpoint is loaded (``--weights toy``), from one the engine runs with dummy weights."""
     from pp_attr_lint.validate.findings import enclosing_functions
 
     p = tmp_path / "m.py"
@@ -386,3 +388,90 @@ def test_enclosing_functions(tmp_path):
     assert enclosing_functions(str(p), 4) == ["load_weights", "_helper"]
     assert enclosing_functions(str(p), 8) == ["forward"]
     assert enclosing_functions(str(p), 1) == []
+
+
+def test_weight_loading_findings_run_with_toy_weights(tmp_path):
+    """PPA402, and any finding in a ``*load_weights*`` function, is of a weight-loading kind; a
+    finding in ``forward`` is not."""
+    p = tmp_path / "m.py"
+    p.write_text("class A:\n    def load_weights(self, w):\n        return w\n\n    def forward(self):\n        return 1\n")
+    at = lambda code, row: {"code": code, "filename": str(p), "location": {"row": row, "column": 1}}  # noqa: E731
+    assert findings.weight_loading(at("PPA102", 3)) and findings.weight_loading(at("PPA402", 6))
+    assert not findings.weight_loading(at("PPA102", 6))
+
+
+def test_finding_line_on_the_failing_ranks_stack_agrees(tmp_path):
+    """A PPA404 finding points at the call; the engine raises one frame further in, in the callee.
+    The call on the failing rank's traceback makes the red run agree; a traceback without it
+    does not."""
+    f = tmp_path / "llama.py"
+    f.write_text("x = 1\n" * 10)
+    finding = {"code": "PPA404", "filename": str(f), "location": {"row": 5, "column": 9},
+               "end_location": {"row": 5, "column": 30}, "message": "calls `self._assert_on_last_rank()`"}
+    tb = (f'Traceback (most recent call last):\n  File "{f}", line 5, in forward\n    self._assert_on_last_rank(x)\n'
+          f'  File "{f}", line 9, in _assert_on_last_rank\n    assert get_pp_group().is_last_rank\nAssertionError\n')
+    red = {"outcome": "FAIL", "failure": {"rank": 0, "type": "AssertionError", "message": "only the last",
+                                          "where": f"{f}:9 in _assert_on_last_rank"},
+           "ranks": [{"rank": 0, "status": "failed", "error": {"traceback": tb}}, {"rank": 1, "status": "initialized"}]}
+    ok, why = findings.red_agrees(finding, None, red)
+    assert ok and why.endswith("(called from llama.py:5)"), why
+    red["ranks"][0]["error"]["traceback"] = tb.replace("line 5,", "line 6,")
+    assert not findings.red_agrees(finding, None, red)[0]
+
+
+def test_error_phase_tells_weight_loading_and_warm_up():
+    """A rank that built its model and then raised is reported as failing while loading weights
+    (a frame in ``load_weights``), in the warm-up run (the engine never got ready) or serving."""
+    from pp_attr_lint.validate.report import _build_report
+
+    def report(tb, timings):
+        where = "/m/llama.py:{} in {}".format(*tb.rsplit(", line ", 1)[1].strip().split(", in "))
+        events = [{"event": "model_init_ok", "pp_rank": 0, "pid": 11, "time": 1.0},
+                  {"event": "logged_error", "pp_rank": 0, "pid": 11, "time": 2.0, "type": "KeyError",
+                   "message": "'layers.2.x'", "where": where, "traceback": tb}]
+        return _build_report("A", 1, {"timings": timings}, events, driver_pid=10, t0=0.0)["ranks"][0]["error"]["phase"]
+
+    load_tb = 'File "/v/utils.py", line 390, in _load_module\nFile "/m/llama.py", line 483, in load_weights\n'
+    assert report(load_tb, {}) == "weight loading"
+    fwd_tb = 'File "/m/llama.py", line 544, in forward\n'
+    assert report(fwd_tb.replace("544", "548"), {}) == "warm-up"
+    assert report(fwd_tb, {"engine_ready": 20.0}) == "serving"
+
+
+def test_inject_contract_kinds(tmp_path):
+    """scripts/inject_pp_bug.py --kind unowned-load / rank-precondition: the bug, the fix
+    (``--guarded``) and exit 2 with the reason when the class has no such method."""
+    import sys
+
+    src = tmp_path / "m.py"
+    src.write_text(textwrap.dedent("""\
+        class M:
+            def load_weights(self, weights):
+                return set()
+
+            def forward(self, x):
+                y = x
+                return y
+        """))
+    script = os.path.join(os.path.dirname(__file__), "..", "..", "scripts", "inject_pp_bug.py")
+
+    def inject(*args):
+        return subprocess.run([sys.executable, script, str(src), "M", *args], capture_output=True, text=True)
+
+    out = inject("load_weights", str(tmp_path / "a.py"), "--kind", "unowned-load")
+    text = (tmp_path / "a.py").read_text()
+    rows = [int(x) for x in out.stdout.split()]
+    assert out.returncode == 0 and len(rows) == 2 and "is_pp_missing_parameter(name, self)" not in text
+    assert all(text.splitlines()[r - 1].strip() == "param = params_dict[name]" for r in rows)
+    inject("load_weights", str(tmp_path / "b.py"), "--kind", "unowned-load", "--guarded")
+    assert (tmp_path / "b.py").read_text().count("if is_pp_missing_parameter(name, self):") == 2
+    out = inject("forward", str(tmp_path / "c.py"), "--kind", "rank-precondition", "--rank", "first")
+    text = (tmp_path / "c.py").read_text()
+    assert text.startswith("from vllm.distributed import get_pp_group\n")
+    assert text.splitlines()[int(out.stdout) - 1].strip() == "self._assert_on_first_rank(y)"
+    assert "assert get_pp_group().is_first_rank" in text
+    out = inject("forward", str(tmp_path / "d.py"), "--kind", "rank-precondition", "--guarded")
+    lines = (tmp_path / "d.py").read_text().splitlines()
+    assert lines[int(out.stdout) - 2].strip() == "if get_pp_group().is_last_rank:"
+    bad = inject("nothere", str(tmp_path / "e.py"), "--kind", "rank-precondition")
+    assert bad.returncode == 2 and "M has no method nothere" in bad.stderr and not (tmp_path / "e.py").exists()

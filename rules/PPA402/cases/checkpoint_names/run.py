@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from pkg.model import AllLayersModel, HelperModel, TextModel
+from pkg.model import AllLayersModel, HelperModel, StackedModel, TextModel
 
 CONFIG = SimpleNamespace()
 ATTN = [(f"layers.{i}.self_attn.q_proj.weight", 1.0) for i in range(4)]
@@ -29,4 +29,12 @@ def all_layers():
     AllLayersModel(CONFIG).load_weights(ATTN + SCALES)
 
 
-PROBES = [kv_cache_scales, attention_weights, nested_helper, nested_helpers_checked, all_layers]
+def stacked():
+    StackedModel(CONFIG).load_weights(ATTN)
+
+
+def stacked_fixed():
+    StackedModel(CONFIG).load_weights_fixed(ATTN)
+
+
+PROBES = [kv_cache_scales, attention_weights, nested_helper, nested_helpers_checked, all_layers, stacked, stacked_fixed]

@@ -104,3 +104,39 @@ class AllLayersModel(nn.Module):
             # ok: PPA402
             param = params_dict[name]
             param.weight_loader(param, w)
+
+
+class StackedModel(nn.Module):
+    """q/k/v stacked into one parameter (the loop of vLLM's older Llama-style loaders): the
+    substring test `weight_name not in name` picks the mapping, it does not test the key
+    against the parameters."""
+
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: DecoderLayer(prefix))
+
+    def load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, w in weights:
+            for param_name, weight_name in ((".qkv_proj.", ".q_proj."), (".qkv_proj.", ".k_proj.")):
+                if weight_name not in name:
+                    continue
+                name = name.replace(weight_name, param_name)
+                # ruleid: PPA402
+                param = params_dict[name]
+                param.weight_loader(param, w)
+                break
+
+    def load_weights_fixed(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, w in weights:
+            for param_name, weight_name in ((".qkv_proj.", ".q_proj."), (".qkv_proj.", ".k_proj.")):
+                if weight_name not in name:
+                    continue
+                name = name.replace(weight_name, param_name)
+                if is_pp_missing_parameter(name, self):
+                    continue
+                # ok: PPA402
+                param = params_dict[name]
+                param.weight_loader(param, w)
+                break
