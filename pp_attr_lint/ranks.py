@@ -1178,6 +1178,30 @@ class RankFacts:
         by_needle[(dirs, needles)] = out
         return out
 
+    def _tree_files_lazily(self, needle: bytes):
+        """:meth:`_tree_files` of one needle, listed as the files are read: a scan that stops at
+        a file reads (and records as a dependency) no file after it; ``None`` is yielded (and
+        nothing after) where :meth:`_tree_files` would answer ``None``."""
+        dirs = self._scan_dirs()
+        if dirs is None:
+            yield None
+            return
+        by_needle = self._memo.setdefault("needle-files", {})
+        if (dirs, (needle,)) in by_needle:
+            yield from by_needle[(dirs, (needle,))] or [None]
+            return
+        out = []
+        for path, module in self._scan_paths(dirs):
+            data = self._bytes(path)
+            if data is None:
+                by_needle[(dirs, (needle,))] = None
+                yield None
+                return
+            if needle in data:
+                out.append((path, module))
+                yield path, module
+        by_needle[(dirs, (needle,))] = out
+
     def _bytes(self, path: str) -> bytes | None:
         """The content of a file under the scanned folders, read once per run (its stat recorded,
         so that the cache knows the run depended on it); ``None`` when it cannot be read."""
@@ -1331,12 +1355,14 @@ class RankFacts:
         :data:`_NOT_ACCEPTED` (the scan stops there), when another kind of store exists (augmented,
         a tuple target, ``del``, ``setattr``), when a function or a class body defines the name,
         or when a file cannot be read or parsed."""
-        files = self._tree_files(attr.encode())
-        if not files:
-            return None
         pat = _store_pattern(attr)
         out = []
-        for path, module in files:
+        found = False
+        for item in self._tree_files_lazily(attr.encode()):
+            if item is None:
+                return None
+            found = True
+            path, module = item
             got = self._parsed(path, module)
             if got is None:
                 return None
@@ -1359,7 +1385,7 @@ class RankFacts:
                             out.append(got)
             if every != stores or len(pat.findall("".join(lines.lines))) != stores:
                 return None  # another kind of store (augmented, a tuple target, setattr)
-        return out
+        return out if found else None
 
     def rank_alias(self, attr: str) -> tuple | None:
         """``LAST`` / ``FIRST`` when every store of ``.<attr>`` under the checked root is
