@@ -855,6 +855,21 @@ def _store_pattern(attr: str):
     return re.compile(r"\." + re.escape(attr) + r"\s*(?:[-+*/%&|^@]|//|\*\*|<<|>>)?=(?!=)"
                       r"|setattr\([^,()]+,\s*[\"']" + re.escape(attr) + r"[\"']")
 
+def _raise_guards(tree: ast.Module, lines, wanted):
+    """For each function of ``tree`` whose text names ``pipeline_parallel_size`` and passes
+    ``wanted`` (text -> bool), the guards of its ``raise`` statements (:class:`_ReturnWalker`):
+    where the tree refuses something under pipeline parallelism."""
+    for fn in _fast_walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+        if "pipeline_parallel_size" not in body or not wanted(body):
+            continue
+        w = _ReturnWalker(lines, fn)
+        w.block(fn.body, TRUE, frozenset(), False, {})
+        yield w.raises
+
+
 _NOT_ACCEPTED = object()  # a store the question cannot use (see RankFacts._attribute_stores)
 
 
@@ -1154,53 +1169,48 @@ class RankFacts:
         """``(path, module)`` of the ``.py`` files where callers can be (:meth:`_scan_dirs`) whose
         bytes hold one of ``needles``; ``None`` when one cannot be read or a folder is not found.
         Each file is read once per run (:meth:`_bytes`); parse one with :meth:`_parsed`."""
+        got = list(self._tree_files_lazily(*needles))
+        return None if got and got[-1] is None else got
+
+    def _tree_files_lazily(self, *needles: bytes):
+        """:meth:`_tree_files` listed as the files are read: a scan that stops at a file reads
+        (and records as a dependency) no file after it; ``None`` is yielded (and nothing after)
+        where :meth:`_tree_files` answers ``None``.  Memoized once listed to the end."""
         import re
 
-        dirs = self._scan_dirs()
-        if dirs is None:
-            return None
-        by_needle = self._memo.setdefault("needle-files", {})
-        if (dirs, needles) in by_needle:
-            return by_needle[(dirs, needles)]
-        by_needle[(dirs, needles)] = None
-        # every needle holds the shortest one's longest word (the name asked about): one search
-        # of that word turns most files down
-        core = max(re.findall(rb"\w+", min(needles, key=len)) or [b""], key=len)
-        if not all(core in n for n in needles):
-            core = b""
-        out = []
-        for path, module in self._scan_paths(dirs):
-            data = self._bytes(path)
-            if data is None:
-                return None
-            if core in data and any(n in data for n in needles):
-                out.append((path, module))
-        by_needle[(dirs, needles)] = out
-        return out
-
-    def _tree_files_lazily(self, needle: bytes):
-        """:meth:`_tree_files` of one needle, listed as the files are read: a scan that stops at
-        a file reads (and records as a dependency) no file after it; ``None`` is yielded (and
-        nothing after) where :meth:`_tree_files` would answer ``None``."""
         dirs = self._scan_dirs()
         if dirs is None:
             yield None
             return
         by_needle = self._memo.setdefault("needle-files", {})
-        if (dirs, (needle,)) in by_needle:
-            yield from by_needle[(dirs, (needle,))] or [None]
+        key = (dirs, needles)
+        if key in by_needle:
+            got = by_needle[key]
+            yield from (None,) if got is None else got
             return
-        out = []
-        for path, module in self._scan_paths(dirs):
-            data = self._bytes(path)
-            if data is None:
-                by_needle[(dirs, (needle,))] = None
-                yield None
-                return
-            if needle in data:
-                out.append((path, module))
-                yield path, module
-        by_needle[(dirs, (needle,))] = out
+        by_needle[key] = None  # while it is being listed
+        # every needle holds the shortest one's longest word (the name asked about): one search
+        # of that word turns most files down
+        core = max(re.findall(rb"\w+", min(needles, key=len)) or [b""], key=len)
+        if not all(core in n for n in needles):
+            core = b""
+        done = False
+        try:
+            out = []
+            for path, module in self._scan_paths(dirs):
+                data = self._bytes(path)
+                if data is None:
+                    done = True  # unreadable: the answer stays None
+                    yield None
+                    return
+                if core in data and any(n in data for n in needles):
+                    out.append((path, module))
+                    yield path, module
+            by_needle[key] = out
+            done = True
+        finally:
+            if not done:
+                del by_needle[key]  # left before the end: nothing known of the rest
 
     def _bytes(self, path: str) -> bytes | None:
         """The content of a file under the scanned folders, read once per run (its stat recorded,
@@ -1534,16 +1544,9 @@ class RankFacts:
                 break  # found but unreadable: cannot be told
             answer = False
             lines = LineIndex(text)
-            for fn in _fast_walk(tree):
-                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    continue
-                body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
-                if flag not in body or "pipeline_parallel_size" not in body:
-                    continue
-                w = _ReturnWalker(lines, fn)
-                w.block(fn.body, TRUE, frozenset(), False, {})
+            for all_raises in _raise_guards(tree, lines, lambda body: flag in body):
                 # the raises under the flag; leaving the others out only makes a refusal harder to show
-                raises = [g for g in w.raises if flag in _atoms(g, set())]
+                raises = [g for g in all_raises if flag in _atoms(g, set())]
                 uncovered = f_and(("a", flag), f_not(f_or(*raises)))
                 if not raises:
                     continue
@@ -1633,17 +1636,10 @@ class RankFacts:
             if got is None:
                 continue
             _path, _module, tree, lines = got
-            for fn in _fast_walk(tree):
-                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for raises in _raise_guards(tree, lines, lambda body: "pp_supported" in body or "supports_pp" in body):
+                if not raises:
                     continue
-                body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
-                if "pipeline_parallel_size" not in body or ("pp_supported" not in body and "supports_pp" not in body):
-                    continue
-                w = _ReturnWalker(lines, fn)
-                w.block(fn.body, TRUE, frozenset(), False, {})
-                if not w.raises:
-                    continue
-                raised = f_or(*w.raises)
+                raised = f_or(*raises)
                 for atom in sorted(_atoms(raised, set()) - {"@first", "@last"}):
                     name = atom.split("(", 1)[0].rsplit(".", 1)[-1]
                     if "(" in atom and ("pp_supported" in name or "supports_pp" in name) \

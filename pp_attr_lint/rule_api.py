@@ -187,6 +187,16 @@ class FileContext:
 
 
 
+def fast_walk(node):
+    """The nodes under ``node`` (itself included) in :func:`ast.walk`'s order, without the context
+    and operator leaves (:func:`pp_attr_lint.index.summary.walk`), for rules' analyses that look
+    for other nodes; imported on use, so that a warm run, which loads the rules, loads no analysis
+    code."""
+    from .index.summary import walk
+
+    return walk(node)
+
+
 def index_spec(rules, everything: bool = False) -> IndexSpec:
     """The :class:`~pp_attr_lint.index.spec.IndexSpec` of ``rules`` (:class:`Rule` instances);
     ``everything``: no prefilter (every file is wanted by every rule; for tests)."""

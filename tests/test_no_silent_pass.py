@@ -470,6 +470,16 @@ def test_plugin_without_vllm_is_not_judged_not_passed(tmp_path):
     assert [(f["code"], f["location"]["row"]) for f in stub.json()] == [("PPA101", 23)]
 
 
+def _check_copy(root: Path, pkg: str, files: dict[str, str]):
+    """Package ``pkg`` (with ``files`` and empty ``__init__.py`` files) written under ``root`` and
+    checked with no environment: the JSON records and their ``{(code, not judged)}``."""
+    write(root, {f"{pkg}/__init__.py": "", f"{pkg}/models/__init__.py": "", **files})
+    r = run_cli("check", pkg, "--no-cache", "--python", "none", "--output-format", "json", "--show-unresolved",
+                cwd=root)
+    out = json.loads(r.stdout)
+    return out, {(f.get("code") or f.get("rule"), f.get("name") == "not-judged") for f in out}
+
+
 def test_a_renamed_copy_lists_a_skipped_init_it_cannot_follow(tmp_path):
     """A copy of an engine under another top-level name keeps its absolute imports of the original
     name: a class whose `__init__` calls `nn.Module.__init__(self)` on a base that is then not found
@@ -498,17 +508,8 @@ def test_a_renamed_copy_lists_a_skipped_init_it_cannot_follow(tmp_path):
                 nn.Module.__init__(self)
     """
     for pkg, imported in (("copied", "original"), ("original", "original")):
-        root = tmp_path / pkg
-        for rel, text in {f"{pkg}/__init__.py": "", f"{pkg}/models/__init__.py": "",
-                          f"{pkg}/models/decoder.py": base,
-                          f"{pkg}/models/eagle.py": eagle.format(pkg=imported)}.items():
-            p = root / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(textwrap.dedent(text))
-        r = run_cli("check", pkg, "--no-cache", "--python", "none", "--output-format", "json", "--show-unresolved",
-                    cwd=root)
-        out = json.loads(r.stdout)
-        got = {(f.get("code") or f.get("rule"), f.get("name") == "not-judged") for f in out}
+        out, got = _check_copy(tmp_path / pkg, pkg, {f"{pkg}/models/decoder.py": base,
+                                                     f"{pkg}/models/eagle.py": eagle.format(pkg=imported)})
         if pkg == "copied":
             assert got == {("PPA301", True)}, out
             assert "module-not-found" in out[0]["message"] and "EagleModel.__init__" in out[0]["message"]
@@ -605,15 +606,6 @@ def test_a_renamed_copy_lists_a_hook_it_cannot_check(tmp_path):
                 super().__init__()
     """
     for pkg in ("copied", "original"):
-        root = tmp_path / pkg
-        for rel, text in {f"{pkg}/__init__.py": "", f"{pkg}/models/__init__.py": "",
-                          f"{pkg}/models/interfaces.py": interfaces,
-                          f"{pkg}/models/vl.py": model.format(pkg="original")}.items():
-            p = root / rel
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(textwrap.dedent(text))
-        r = run_cli("check", pkg, "--no-cache", "--python", "none", "--output-format", "json", "--show-unresolved",
-                    cwd=root)
-        out = json.loads(r.stdout)
-        got = {(f.get("code") or f.get("rule"), f.get("name") == "not-judged") for f in out}
+        out, got = _check_copy(tmp_path / pkg, pkg, {f"{pkg}/models/interfaces.py": interfaces,
+                                                     f"{pkg}/models/vl.py": model.format(pkg="original")})
         assert got == ({("PPA201", True)} if pkg == "copied" else {("PPA201", False)}), out

@@ -7,15 +7,8 @@ from __future__ import annotations
 
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import fast_walk as _fast_walk
 from pp_attr_lint.textio import display_path, read_source
-
-
-def _fast_walk(node):
-    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
-    loads the rules but no analysis code)."""
-    from pp_attr_lint.index.summary import walk
-
-    return walk(node)
 
 
 # characters str.splitlines() breaks at and Python's tokenizer does not

@@ -6,14 +6,8 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
-
-def _fast_walk(node):
-    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
-    loads the rules but no analysis code)."""
-    from pp_attr_lint.index.summary import walk
-
-    return walk(node)
 
 # calls and names that skip, or decide on, what another rank owns: a lookup in a function that
 # uses one of them in a way this rule does not read is left alone (precision over recall)

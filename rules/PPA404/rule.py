@@ -6,14 +6,8 @@ from __future__ import annotations
 
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
-
-def _fast_walk(node):
-    """:func:`ast.walk` without the context and operator leaves (imported on use: a warm run
-    loads the rules but no analysis code)."""
-    from pp_attr_lint.index.summary import walk
-
-    return walk(node)
 
 _PREDICATES = {F.FIRST_RANK_PREDICATE: "first", F.LAST_RANK_PREDICATE: "last"}
 # names of the pipeline's size: a test on them holds on every rank alike
