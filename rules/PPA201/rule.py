@@ -245,8 +245,6 @@ class MissingPPHook(Rule):
                 if inherits is False:
                     continue  # a class that calls no base __init__ and has no SupportsPP on its MRO
                 if inherits is not True:
-                    from pp_attr_lint.model import NotJudged
-
                     reason, detail, dep = inherits
                     out.append(NotJudged(code=self.code, reason=reason, path=ctx.file.path, row=rec["line"],
                                          column=rec["col"] + 1, dep_path=dep,
@@ -257,8 +255,6 @@ class MissingPPHook(Rule):
             if drafter is True:
                 continue  # a speculative-decoding drafter: never asked for intermediate tensors
             if drafter is not False:
-                from pp_attr_lint.model import NotJudged
-
                 out.append(NotJudged(code=self.code, reason=drafter[0], detail=drafter[1], path=ctx.file.path,
                                      row=rec["line"], column=rec["col"] + 1))
                 continue
@@ -278,8 +274,6 @@ class MissingPPHook(Rule):
                 tops = dict.fromkeys([top] + [e[0].split(".", 1)[0] for e in mro
                                               if e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL and e[0] != "<external>"])
                 if all(ctx.resolver.model_registry(t) is None for t in tops):
-                    from pp_attr_lint.model import NotJudged
-
                     where = " or ".join(F.REGISTRY_MODULE.replace("{top}", t) for t in tops)
                     f = NotJudged(code=self.code, reason="module-not-found",
                                   detail=f"{where}, which tells speculative-decoding drafters (never run under "

@@ -442,8 +442,6 @@ def _none_sends(fn, lines) -> list:
     the ``None`` literal (``["none", line]``) or an element of a layer's return (``["layer", attr,
     i]``): what the check
     confirms through the layer's ``forward``."""
-    import ast
-
     a = fn.args
     params = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs] + [x.arg for x in (a.vararg, a.kwarg) if x]
     out = []
@@ -627,7 +625,7 @@ class IntermediateTensorKeys(Rule):
                         f"hold only the allocated keys, so the read raises KeyError on every pipeline-parallel "
                         f"rank but the first.",
                         [f"allocated: {', '.join(sorted(allocated))}",
-                         f"fails on every pipeline-parallel rank > 0 (it receives)"],
+                         "fails on every pipeline-parallel rank > 0 (it receives)"],
                         help=f"Allocate {k!r} in `make_empty_intermediate_tensors` (and send it), or stop reading it",
                         witness={"ranks": "every pipeline-parallel rank but the first", "config": {}}))
             if f["sent_known"]:

@@ -406,8 +406,8 @@ class UnownedParameterLoad(Rule):
                            f"weight of the checkpoint",
                            f"no `is_pp_missing_parameter({key}, self)` or `{key} in {dname}` test covers this "
                            f"lookup on every path from `load_weights`",
-                           f"fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
-                           f"(rank 0 for the last layers, rank > 0 for the first)"]
+                           "fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
+                           "(rank 0 for the last layers, rank > 0 for the first)"]
             out.append(self.finding(ctx, line, col, end_line, end_col, message, explanation,
                                     help=f"Skip the names of layers another rank owns before the lookup: "
                                          f"`if is_pp_missing_parameter({key}, self): continue` (`return` in a "
