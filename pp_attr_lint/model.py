@@ -39,7 +39,10 @@ class Finding:
     change), given by every rule; the text report shows the fix's message instead when there is a
     fix (see :func:`help_text`).  ``witness`` says where it fails: ``{"ranks": text, "config": {key:
     value}}``, the pipeline-parallel ranks and the model configuration under which the failing line
-    runs (``validate --findings`` applies the configuration to its red run).
+    runs (``validate --findings`` applies the configuration to its red run); an optional
+    ``"layer_partition": "front-loaded"`` says it fails only when a stage starts after more layers
+    than it holds (every stage after the first holding one layer: vLLM's
+    ``VLLM_PP_LAYER_PARTITION``, which the red run sets).
     """
 
     code: str | None

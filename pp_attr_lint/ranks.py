@@ -1197,7 +1197,7 @@ class RankFacts:
         done = False
         try:
             out = []
-            for path, module in self._scan_paths(dirs):
+            for path, module in self._with_checked(dirs):
                 data = self._bytes(path)
                 if data is None:
                     done = True  # unreadable: the answer stays None
@@ -1211,6 +1211,19 @@ class RankFacts:
         finally:
             if not done:
                 del by_needle[key]  # left before the end: nothing known of the rest
+
+    def _with_checked(self, dirs: tuple) -> list:
+        """:meth:`_scan_paths` of ``dirs`` with each checked file in place of the file of its
+        module (a copy checked ``--as-module``, whose module's file in the tree is another), and
+        the checked files it lacks added (a lone file outside the scanned folders)."""
+        memo = self._memo.setdefault("with-checked", {})
+        if dirs not in memo:
+            listing = self._scan_paths(dirs)
+            checked = {st.module: st.path for st in self.ctx.checked if st.module}
+            out = [(checked.get(module, path), module) for path, module in listing]
+            listed = {module for _path, module in listing}
+            memo[dirs] = out + [(path, module) for module, path in sorted(checked.items()) if module not in listed]
+        return memo[dirs]
 
     def _bytes(self, path: str) -> bytes | None:
         """The content of a file under the scanned folders, read once per run (its stat recorded,
@@ -1313,7 +1326,7 @@ class RankFacts:
         header = re.compile(rb"^[ \t]*class[ \t]+(\w+)[ \t]*\(([^)]*)\)", re.M)
         per_file = self._memo.setdefault("class-headers", {})  # path -> [(base, class)]
         graph: dict = {}
-        for path, _module in self._scan_paths(dirs):
+        for path, _module in self._with_checked(dirs):
             if path not in per_file:
                 data = self._bytes(path)
                 if data is None:

@@ -25,6 +25,13 @@ which asserts it runs on the last (``--rank first``: the first) PP rank, and ``C
 (AssertionError on every other rank). ``--guarded`` writes the fix: the call under
 ``if get_pp_group().is_<rank>_rank:``. Prints the line of the call.
 
+``--kind stage-local-id`` (PPA403): ``CLASS`` builds a stage-local store (one entry per layer
+of its stage, ``self.scales[layer_id - self.start_layer]``, as SGLang's KV pools are) and
+``CLASS.METHOD`` (e.g. ``forward``) reads layer 0's entry at its start, a constant global layer
+id: IndexError on a stage that starts after more layers than it holds (``VLLM_PP_LAYER_PARTITION``
+front-loaded; under an even split the negative index silently reads another layer).
+``--guarded`` writes the fix: the stage's own first layer. Prints the line of the call.
+
 Usage: inject_pp_bug.py SRC.py CLASS HOLDER|METHOD DEST.py [--kind KIND] [--read EXPR]
                         [--rank last|first] [--guarded]
   --read EXPR   layer-range: the expression read instead of ``self.<holder>.start_layer``
@@ -181,13 +188,62 @@ def inject_rank_precondition(text: str, cls: str, caller: str, rank: str = "last
     return joined, call_line
 
 
+# A stage-local store of the kind SGLang's KV pools are (one entry per layer of this stage,
+# addressed by a global layer id minus the stage's first layer).
+_STAGE_STORE = """\
+class _StageLayerScales:
+    \"\"\"One scale per decoder layer of this pipeline stage, addressed by global layer id.\"\"\"
+
+    def __init__(self, start_layer: int, end_layer: int):
+        self.start_layer = start_layer
+        self.scales = [torch.ones(()) for _ in range(start_layer, end_layer)]
+
+    def get_scale(self, layer_id: int):
+        return self.scales[layer_id - self.start_layer]
+
+
+"""
+
+
+def inject_stage_local_id(text: str, cls: str, caller: str = "forward", guarded: bool = False) -> tuple[str, int]:
+    """Give ``cls`` a stage-local store (``_StageLayerScales``, built in ``__init__`` right after
+    the ``make_layers`` assignment from the stage's ``start_layer``/``end_layer``) and read layer
+    0's entry at the start of ``cls.caller``: ``self.layer_scales.get_scale(0)``, a constant
+    global layer id (IndexError on a stage that starts after more layers than it holds).
+    ``guarded``: the fix, the stage's own first layer (``get_scale(self.start_layer)``).
+
+    Returns ``(new text, line number of the injected call)``; raises LookupError when ``cls`` has
+    no ``make_layers`` assignment in ``__init__`` or no ``caller``."""
+    tree = ast.parse(text)
+    init = _method(tree, cls, "__init__")
+    fn = _method(tree, cls, caller)
+    node = next((n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == cls), None)
+    made = next((st for st in ast.walk(init) if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)
+                 and getattr(st.value.func, "id", None) == "make_layers"), None)
+    if made is None:
+        raise LookupError(f"{cls}.__init__ has no `... = make_layers(...)`")
+    lines = text.splitlines(keepends=True)
+    top = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    body = fn.body[1:] if (isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant)) else fn.body
+    first = body[0]
+    ind = " " * first.col_offset
+    arg = "self.start_layer" if guarded else "0"
+    read = [f"{ind}_scale = self.layer_scales.get_scale({arg})\n"]
+    build = [f"{' ' * made.col_offset}self.layer_scales = _StageLayerScales(self.start_layer, self.end_layer)\n"]
+    store = _STAGE_STORE.splitlines(keepends=True)
+    out = (lines[:top - 1] + store + lines[top - 1:made.end_lineno] + build
+           + lines[made.end_lineno:first.lineno - 1] + read + lines[first.lineno - 1:])
+    return "".join(out), first.lineno + len(store) + len(build)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description="Re-inject a pipeline-parallel bug into a copy of a vLLM model file.")
     ap.add_argument("src")
     ap.add_argument("cls")
     ap.add_argument("holder", metavar="HOLDER|METHOD")
     ap.add_argument("dest")
-    ap.add_argument("--kind", choices=("layer-range", "unowned-load", "rank-precondition"), default="layer-range")
+    ap.add_argument("--kind", choices=("layer-range", "unowned-load", "rank-precondition", "stage-local-id"),
+                    default="layer-range")
     ap.add_argument("--read")
     ap.add_argument("--rank", choices=("last", "first"), default="last")
     ap.add_argument("--guarded", action="store_true")
@@ -198,6 +254,8 @@ def main(argv=None) -> int:
         if a.kind == "unowned-load":
             new, rows = inject_unowned_load(text, a.cls, a.holder, a.guarded)
             line = " ".join(map(str, rows))
+        elif a.kind == "stage-local-id":
+            new, line = inject_stage_local_id(text, a.cls, a.holder, a.guarded)
         elif a.kind == "rank-precondition":
             new, line = inject_rank_precondition(text, a.cls, a.holder, a.rank, a.guarded)
         else:

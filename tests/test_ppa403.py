@@ -141,3 +141,44 @@ def test_a_pool_never_built_with_a_stage_range_stays_silent(tmp_path):
     runner = RUNNER.replace("Pool(2, start_layer=start)", "Pool(2, start_layer=0)")
     (root / "pkg" / "runner.py").write_text(textwrap.dedent(runner), encoding="utf-8")
     assert _run(root) == ([], [])
+
+
+def test_a_stage_test_guards_only_the_calls_it_covers(tmp_path):
+    # an earlier `if <stage test>: return` guards what follows; an `if` on the stage elsewhere in
+    # the function (a block that does not exit) guards only its own body
+    elsewhere = BACKEND.replace("        self.v_head_dim",
+                                "        if runner.start_layer == 0:\n            self.first = True\n"
+                                "        self.v_head_dim")
+    root = _tree(tmp_path, pool=POOL, runner=RUNNER, backend=elsewhere)
+    assert _run(root) == ([("pool.py", 8)], [])
+    early = BACKEND.replace("        self.v_head_dim",
+                            "        if runner.start_layer != 0:\n            return\n        self.v_head_dim")
+    (root / "pkg" / "backend.py").write_text(textwrap.dedent(early), encoding="utf-8")
+    assert _run(root) == ([], [])
+    later = BACKEND + "        if runner.start_layer != 0:\n            return\n"
+    (root / "pkg" / "backend.py").write_text(textwrap.dedent(later), encoding="utf-8")
+    assert _run(root) == ([("pool.py", 8)], [])
+
+
+def test_a_copy_checked_as_its_module_is_scanned_in_place_of_the_tree_file(tmp_path):
+    # `--as-module pkg.model COPY`: the tree's calls are read from the copy, not from the tree's
+    # own file of that module (which has no probe)
+    model = POOL + """
+
+class Model:
+    def __init__(self, start):
+        self.start_layer = start
+        self.pool = Pool(2, start_layer=self.start_layer)
+
+    def forward(self):
+        return self.pool.get_value_buffer({arg})
+"""
+    root = _tree(tmp_path / "tree", model=model.format(arg="self.start_layer")) if (tmp_path / "tree").mkdir() is None else None
+    copy = tmp_path / "copy" / "model.py"
+    copy.parent.mkdir()
+    copy.write_text(textwrap.dedent(model.format(arg="0")), encoding="utf-8")
+    r = run_cli("check", "--no-cache", "--python", "none", "--select", "PPA403", "--output-format", "json",
+                "--as-module", "pkg.model", "--src", str(root), "--", str(copy), cwd=tmp_path)
+    got = [(Path(f["filename"]).name, f["location"]["row"]) for f in json.loads(r.stdout) if f["code"] == "PPA403"]
+    assert got == [("model.py", 17)], r.stdout + r.stderr
+    assert _run(root) == ([], [])

@@ -86,6 +86,20 @@ def resolve_sources(sources: list, vllm_dir: str) -> dict[str, str]:
     return out
 
 
+def _toy_layer_count(ckpt: str) -> int | None:
+    """``num_hidden_layers`` of the toy checkpoint's config (its text config's for a multimodal
+    one); ``None`` when it has none."""
+    try:
+        with open(os.path.join(ckpt, "config.json"), encoding="utf-8") as fh:
+            cfg = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    for d in (cfg, cfg.get("text_config") or {}, cfg.get("llm_config") or {}):
+        if isinstance(d.get("num_hidden_layers"), int):
+            return d["num_hidden_layers"]
+    return None
+
+
 def _cpu_bind(pp: int) -> str:
     cpus = sorted(os.sched_getaffinity(0))
     per = len(cpus) // pp
@@ -261,6 +275,23 @@ def main(spec_path: str) -> int:
     except Exception as exc:
         return _unsupported(result, spec, f"toy checkpoint: {type(exc).__name__}: {exc}")
     result["toy_config"] = cfg_info
+    partition = spec.get("layer_partition")
+    if partition:
+        # a witness's split of the layers: "front-loaded" gives every stage after the first one
+        # layer, so a stage's first layer lies past its own layer count (an index `layer_id -
+        # start_layer` of a stage-local store is then out of range, not a silent read of
+        # another layer, as under vLLM's even split); vLLM reads it from VLLM_PP_LAYER_PARTITION
+        # (vllm/distributed/utils.py: get_pp_indices)
+        layers = _toy_layer_count(ckpt)
+        if partition != "front-loaded":
+            cfg_info.setdefault("not_set", {})["layer_partition"] = f"unknown partition {partition!r}"
+        elif layers is None or layers < pp + 1:
+            cfg_info.setdefault("not_set", {})["layer_partition"] = (
+                f"the toy config has {layers} layers: too few for a front-loaded split over {pp} stages")
+        else:
+            split = ",".join(map(str, [layers - (pp - 1)] + [1] * (pp - 1)))
+            os.environ["VLLM_PP_LAYER_PARTITION"] = split
+            cfg_info["layer_partition"] = split
     mark("checkpoint_written")
     image_request = arch in toy_checkpoint.ARCHS
 
@@ -280,6 +311,7 @@ def main(spec_path: str) -> int:
     # 6 s instead of 14 s here (docs/validate.md).
     os.environ.setdefault("VLLM_USE_AOT_COMPILE", "0")
     result["env"] = {k: v for k, v in os.environ.items() if k.startswith("VLLM_")}
+    result["layer_partition"] = os.environ.get("VLLM_PP_LAYER_PARTITION")
 
     compile_backend = spec.get("compile") or "auto"
     if compile_backend == "auto":

@@ -71,6 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dummy (default): vLLM's random weights, load_weights never runs; toy: write "
                              "a safetensors file of every layer from transformers' model class and load it "
                              "(each rank sees the weights of layers it does not own)")
+    parser.add_argument("--layer-partition", choices=("front-loaded",), default=None,
+                        help="split the layers unevenly over the stages: front-loaded gives every stage "
+                             "after the first one layer (VLLM_PP_LAYER_PARTITION), as a stage-local-id "
+                             "finding's witness asks; default: vLLM's even split")
     parser.add_argument("--no-cache", action="store_true",
                         help="cold start: do not use or fill the compile cache (see validate_cache_dir)")
     parser.add_argument("--keep-workdir", action="store_true", help="keep the temporary run directory")

@@ -5,7 +5,9 @@ fields ``code``, ``filename``, ``location.row``, ``end_location``, ``message`` a
 read, so rules added later work unchanged) in a file that a validatable architecture uses:
 
 * **red**: the architecture runs with the file as it is (``--source``) under the finding's witness
-  (its ``witness.config`` keys set on the toy config: ``tie_word_embeddings=True``); expected:
+  (its ``witness.config`` keys set on the toy config: ``tie_word_embeddings=True``; its
+  ``witness.layer_partition``, ``"front-loaded"``, as the split of the layers over the stages:
+  every stage after the first holds one layer); expected:
   FAIL, the failure raised at the finding's line or naming the finding's attribute, on some PP
   rank while another rank initialized (a PP-only crash).  A witness key the toy config cannot
   take (not a key of the config class, a condition of the code) makes a red run that does not
@@ -214,9 +216,10 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         entry["weights"] = "toy" if weight_loading(f) else "dummy"
         # findings that fail under the same configuration share one red run
         config = tuple(sorted((witness.get("config") or {}).items()))
-        groups.setdefault((f["filename"], module, config, entry["weights"]), []).append((entry, f))
+        groups.setdefault((f["filename"], module, config, entry["weights"], witness.get("layer_partition")),
+                          []).append((entry, f))
     tmp_root = tempfile.mkdtemp(prefix="pp-attr-lint-findings-")
-    for (path, module, config, weights), items in groups.items():
+    for (path, module, config, weights, partition), items in groups.items():
         candidates = items[0][0]["candidates"]
         overrides = dict(config)
         red = None
@@ -224,9 +227,10 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         for cand in candidates[:3]:  # the first arch that is not UNSUPPORTED here
             under = f" under its witness ({', '.join(f'{k}={v}' for k, v in config)})" if config else ""
             under += " loading a toy checkpoint of every layer's weights" if weights == "toy" else ""
+            under += f" with a {partition} split of the layers over the stages" if partition else ""
             print(f"[findings] {os.path.basename(path)}: red run of {cand} with the file as it is{under}", file=sys.stderr)
             rep = run_arch(cand, [[module, os.path.abspath(path)]], args, ctx, quiet=True, config_overrides=overrides,
-                           weights=weights)
+                           weights=weights, layer_partition=partition)
             if rep.get("outcome") == "UNSUPPORTED":
                 for e, _f in items:
                     e.setdefault("skipped", []).append(f"{cand}: {rep.get('reason')}")
@@ -250,8 +254,9 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         green = None
         if changed:
             print(f"[findings] {os.path.basename(path)}: green run of {arch} with the fixed copy", file=sys.stderr)
-            green = run_arch(arch, [[module, copy]], args, ctx, quiet=True, config_overrides=overrides, weights=weights)
-        not_set = ((red.get("toy_config") or {}).get("not_set") or {}) if overrides else {}
+            green = run_arch(arch, [[module, copy]], args, ctx, quiet=True, config_overrides=overrides, weights=weights,
+                             layer_partition=partition)
+        not_set = ((red.get("toy_config") or {}).get("not_set") or {}) if overrides or partition else {}
         for e, f in items:
             ok_red, why = red_agrees(f, e["attribute"], red)
             if not ok_red and red.get("outcome") == "PASS" and weights == "toy":
@@ -271,6 +276,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
                               + "; ".join(f"{k}: {v}" for k, v in not_set.items()) + ")")
                 continue
             e.update(arch=arch, red={"outcome": red.get("outcome"), "failure": red.get("failure"), "weights": weights,
+                                     "layer_partition": red.get("layer_partition"),
                                      "ranks": [{"rank": r["rank"], "status": r["status"]} for r in red.get("ranks") or []],
                                      "wall_seconds": red.get("wall_seconds"), "agrees": ok_red, "why": why})
             if green is None and not e["fixable"]:

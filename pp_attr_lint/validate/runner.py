@@ -57,7 +57,8 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
     device = hash_device(args.device, ctx.vllm_dir)
     hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), device, a,
                              worker_start=getattr(args, "worker_start", "fork"),
-                             weights=getattr(args, "weights", "dummy")) for a in archs}
+                             weights=getattr(args, "weights", "dummy"),
+                             layer_partition=getattr(args, "layer_partition", None)) for a in archs}
     out: dict[str, dict] = {}
     todo = []
     for arch in archs:
@@ -154,12 +155,14 @@ def preflight(archs: list[str], args: argparse.Namespace, ctx: "RunContext", tim
 
 
 def run_arch(arch: str, sources: list, args: argparse.Namespace, ctx: "RunContext", quiet: bool = False,
-             config_overrides: dict | None = None, weights: str | None = None) -> dict:
+             config_overrides: dict | None = None, weights: str | None = None,
+             layer_partition: str | None = None) -> dict:
     """Run one arch (:func:`_run_one`) and return its report dict (``outcome`` PASS / FAIL /
     UNSUPPORTED / ERROR, ``reason``, ``failure``, per-rank details, timings).  ``config_overrides``:
-    model config keys set on the toy config (a finding's witness)."""
+    model config keys set on the toy config (a finding's witness); ``layer_partition``: a
+    witness's split of the layers over the stages (``"front-loaded"``, see the driver)."""
     return _run_one(arch, sources, args, ctx.python, ctx=ctx, quiet=quiet, config_overrides=config_overrides,
-                    weights=weights)
+                    weights=weights, layer_partition=layer_partition)
 
 
 class _Progress:
@@ -309,10 +312,12 @@ def _tail(path: str, n: int = 40) -> str:
 
 
 def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ctx: "RunContext | None" = None,
-             quiet: bool = False, config_overrides: dict | None = None, weights: str | None = None) -> dict:
+             quiet: bool = False, config_overrides: dict | None = None, weights: str | None = None,
+             layer_partition: str | None = None) -> dict:
     """Start the driver for one arch, watch it, and build its report dict (with ``outcome``
     PASS / FAIL / UNSUPPORTED / ERROR and ``reason``). ``weights``: ``dummy`` or ``toy`` (the
-    driver's spec); None takes ``args.weights``."""
+    driver's spec); None takes ``args.weights``. ``layer_partition``: ``None`` (vLLM's own even
+    split) or ``"front-loaded"`` (the driver's spec)."""
     t0 = _now()
     entry = ctx.registry.get(arch) if ctx else None
     if entry is not None and not entry.generative:
@@ -336,6 +341,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
             "worker_start": getattr(args, "worker_start", "fork"),
             "config_overrides": dict(config_overrides or {}),
             "weights": weights or getattr(args, "weights", "dummy"),
+            "layer_partition": layer_partition or getattr(args, "layer_partition", None),
             # extra vllm.LLM(...) keyword arguments, for experiments (JSON object)
             "engine_overrides": json.loads(os.environ.get("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS") or "{}")}
     spec_path = os.path.join(workdir, "spec.json")
@@ -481,6 +487,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
     rep.update(wall_seconds=round(wall, 2), driver_exit=proc.returncode, timed_out=timed_out,
                workdir=workdir, log=log_path, root_cause=root, started_at=t0, shm_removed=shm_removed)
     rep["toy_config"] = result.get("toy_config")
+    rep["layer_partition"] = result.get("layer_partition")  # VLLM_PP_LAYER_PARTITION of the run, if any
     rep["multimodal"] = result.get("multimodal")
     if result.get("status") == "env_error":
         rep.update(exit_code=EXIT_ENV, outcome="ERROR", reason=result.get("env_error"))

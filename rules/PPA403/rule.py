@@ -167,10 +167,12 @@ def _calls(tree, names: frozenset):
     ast = _ast()
     out = []
 
-    def visit(node, cls, fn, guarded):
+    def visit(node, cls, fn, guarded, exits):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             fn = node  # the innermost function: a nested one has no scope of its own in the summary
-            guarded = guarded or any(isinstance(st, ast.If) and _stage_test(st.test) for st in node.body)
+            # `if <stage test>: return` (or raise) guards what comes after it
+            exits = exits + tuple(st.end_lineno for st in node.body if isinstance(st, ast.If) and _stage_test(st.test)
+                                  and st.body and isinstance(st.body[-1], (ast.Return, ast.Raise)))
         elif isinstance(node, ast.ClassDef):
             cls = node if cls is None and fn is None else cls
         elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
@@ -179,11 +181,11 @@ def _calls(tree, names: frozenset):
             guarded = guarded or any(_stage_test(v) for v in node.values)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names \
                 and fn is not None:
-            out.append((node, cls, fn, guarded))
+            out.append((node, cls, fn, guarded or any(end < node.lineno for end in exits)))
         for c in ast.iter_child_nodes(node):
-            visit(c, cls, fn, guarded)
+            visit(c, cls, fn, guarded, exits)
 
-    visit(tree, None, None, False)
+    visit(tree, None, None, False, ())
     return out
 
 
@@ -642,7 +644,11 @@ class StageLocalLayerId(Rule):
             end_row, end_col = call.end_lineno, lines.col(call.end_lineno, call.end_col_offset)
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, help=help,
                             witness={"ranks": f"every pipeline-parallel rank whose stage starts after layer {value} "
-                                              f"(rank > 0)", "config": {}})
+                                              f"(rank > 0)", "config": {},
+                                     # an index past the stage's own layers (IndexError, not a silent
+                                     # read of another layer as under an even split) needs a stage
+                                     # that starts after more layers than it holds
+                                     "layer_partition": "front-loaded"})
 
 
 RULE = StageLocalLayerId(

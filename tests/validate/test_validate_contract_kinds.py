@@ -1,4 +1,4 @@
-"""Engine tests of the contract rules' red/green (PPA402, PPA404) on copies of vLLM's ``llama.py``
+"""Engine tests of the contract rules' red/green (PPA402, PPA403, PPA404) on copies of vLLM's ``llama.py``
 with the bug injected by ``scripts/inject_pp_bug.py``: the static finding fires on the copy and
 not on the fixed one, the red run fails on the rank the rule names with the root cause at the
 model line, and the fixed copy passes (four engine runs, about 10-30 s each here), plus the toy
@@ -110,6 +110,45 @@ def test_rank_precondition_red_then_green(vllm_python, vllm_models_dir, vllm_sit
     report = parse_json(proc)
     (run,) = report["runs"]
     assert proc.returncode == 0 and run["outcome"] == "PASS", run.get("reason")
+    assert all(r["forward_calls_during_requests"] > 0 for r in run["ranks"])
+
+
+def test_stage_local_layer_id_red_then_green(vllm_python, vllm_models_dir, vllm_site_packages, tmp_path):
+    """PPA403: ``LlamaModel.forward`` reads layer 0's entry of a stage-local store (one entry per
+    layer of the stage, indexed by ``layer_id - self.start_layer``). Under the finding's witness,
+    a front-loaded split of the 4 toy layers (3, 1), PP rank 1 starts at layer 3 and holds one
+    entry: IndexError in the accessor, with the finding's call on its stack, while rank 0 builds.
+    With the stage's own first layer passed, the engine serves under the same split."""
+    src = os.path.join(vllm_models_dir, "llama.py")
+    (tmp_path / "red").mkdir()
+    (tmp_path / "green").mkdir()
+    red, green = tmp_path / "red" / "llama.py", tmp_path / "green" / "llama.py"
+    (call,) = _inject(src, red, "LlamaModel", "forward", "--kind", "stage-local-id")
+    _inject(src, green, "LlamaModel", "forward", "--kind", "stage-local-id", "--guarded")
+    assert _static(red, vllm_site_packages, "PPA403") == [call]
+    assert _static(green, vllm_site_packages, "PPA403") == []
+    index_line = next(i for i, ln in enumerate(red.read_text().splitlines(), 1)
+                      if "return self.scales[layer_id - self.start_layer]" in ln)
+
+    proc = run_validate(vllm_python, "--findings", str(red), "--as-module", MODULE, "--arch", ARCH,
+                        "--output-format", "json", timeout=900)
+    report = parse_json(proc)
+    (f,) = report["findings"]
+    assert f["code"] == "PPA403" and f["row"] == call and f["agree"] is True, f
+    assert f["witness"]["layer_partition"] == "front-loaded" and f["red"]["layer_partition"] == "3,1"
+    fail = f["red"]["failure"]
+    assert fail["rank"] == 1 and fail["type"] == "IndexError"
+    assert fail["where"] == f"{red}:{index_line} in get_scale"
+    assert f"called from llama.py:{call}" in f["red"]["why"]
+    assert {r["rank"]: r["status"] for r in f["red"]["ranks"]} == {0: "initialized", 1: "failed"}
+    assert proc.returncode == 0
+
+    proc = run_validate(vllm_python, "--arch", ARCH, "--source", str(green), "--layer-partition", "front-loaded",
+                        "--output-format", "json", timeout=900)
+    report = parse_json(proc)
+    (run,) = report["runs"]
+    assert proc.returncode == 0 and run["outcome"] == "PASS", run.get("reason")
+    assert run["layer_partition"] == "3,1"
     assert all(r["forward_calls_during_requests"] > 0 for r in run["ranks"])
 
 
