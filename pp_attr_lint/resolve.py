@@ -88,6 +88,15 @@ class Resolver:
         # why the last question answered ``None``: (reason code, detail, path or None); read it
         # right after a call that returned ``None`` (see pp_attr_lint.unjudged)
         self.why: tuple[str, str, str | None] | None = None
+        # depth cutoffs met so far: an answer reached through one depends on the depth its
+        # question was asked at, so it is not memoized (it would answer a later question asked
+        # nearer the start, and the reasons a run gives would depend on the order of its questions)
+        self._cutoffs = 0
+
+    def _cutoff(self, detail: str) -> None:
+        """Fail the current question at a depth limit (``recursion-limit``); returns ``None``."""
+        self._cutoffs += 1
+        return self._fail("recursion-limit", detail)
 
     def _fail(self, reason: str, detail: str, path: str | None = None) -> None:
         """Record why the current question has no answer; returns ``None`` for ``return``."""
@@ -129,7 +138,11 @@ class Resolver:
                 self.why = self._why_memo.get(("lookup", key), ("recursion-limit", f"`{name}` refers to itself", None))
             return got
         self._lookup_memo[key] = None  # cycle guard
+        cutoffs = self._cutoffs
         result = self._lookup(module, name, _depth)
+        if self._cutoffs != cutoffs:
+            del self._lookup_memo[key]  # depends on the depth it was asked at
+            return result
         self._lookup_memo[key] = result
         if result is None and self.why is not None:
             self._why_memo[("lookup", key)] = self.why
@@ -137,7 +150,7 @@ class Resolver:
 
     def _lookup(self, module: str, name: str, depth: int) -> tuple | None:
         if depth > 30:
-            return self._fail("recursion-limit", f"more than 30 re-exports of `{name}`")
+            return self._cutoff(f"more than 30 re-exports of `{name}`")
         s = self.src.summary(module)
         if s is None:
             return self._missing(module)
@@ -369,11 +382,13 @@ class Resolver:
         """Memoized :meth:`_executed_inits`."""
         memo = self._memo.get(("inits", key))
         if memo is None:
+            cutoffs = self._cutoffs
             try:
                 memo = self._executed_inits(key)
             except Unresolved as e:
                 memo = e
-            self._memo[("inits", key)] = memo
+            if self._cutoffs == cutoffs:  # else it depends on the depth it was asked at
+                self._memo[("inits", key)] = memo
         if isinstance(memo, Unresolved):
             raise memo
         return memo
@@ -450,11 +465,13 @@ class Resolver:
         Raises :class:`Unresolved` when the class or its ``__init__`` chain cannot be resolved."""
         memo = self._memo.get(("status", key, attr))
         if memo is None:
+            cutoffs = self._cutoffs
             try:
                 memo = self._attribute_status(key, attr)
             except Unresolved as e:
                 memo = e
-            self._memo[("status", key, attr)] = memo
+            if self._cutoffs == cutoffs:  # else it depends on the depth it was asked at
+                self._memo[("status", key, attr)] = memo
         if isinstance(memo, Unresolved):
             raise memo
         return memo
@@ -519,7 +536,7 @@ class Resolver:
         plus a class-level annotation; :data:`NONE_KEY` among them when it may be ``None``.
         ``None`` when any of them is not a resolvable class (the reason in :attr:`why`)."""
         if depth > 8:
-            return self._fail("recursion-limit", f"`{key[1]}.{attr}` is more than 8 steps deep")
+            return self._cutoff(f"`{key[1]}.{attr}` is more than 8 steps deep")
         mkey = ("attr", key, attr)
         if mkey in self._memo:
             got = self._memo[mkey]
@@ -527,7 +544,11 @@ class Resolver:
                 self.why = self._why_memo.get(mkey, ("recursion-limit", f"`{key[1]}.{attr}` refers to itself", None))
             return got
         self._memo[mkey] = None  # cycle guard
+        cutoffs = self._cutoffs
         result = self._attr_candidates(key, attr, depth)
+        if self._cutoffs != cutoffs:
+            del self._memo[mkey]  # depends on the depth it was asked at
+            return result
         self._memo[mkey] = result
         if result is None and self.why is not None:
             self._why_memo[mkey] = self.why
@@ -598,7 +619,7 @@ class Resolver:
         (for ``self.build(...)``; default ``cls``).  ``None`` when unresolved (reason in
         :attr:`why`)."""
         if depth > 12:
-            return self._fail("recursion-limit", "a value followed through more than 12 steps")
+            return self._cutoff("a value followed through more than 12 steps")
         kind = desc[0]
         if kind == "none":
             return {NONE_KEY}
@@ -827,7 +848,7 @@ class Resolver:
         among them when the last step may be ``None``.  ``None`` when unresolved (reason in
         :attr:`why`)."""
         if depth > 12:
-            return self._fail("recursion-limit", f"`{'.'.join(chain)}` followed through more than 12 steps")
+            return self._cutoff(f"`{'.'.join(chain)}` followed through more than 12 steps")
         if not chain:
             return self._fail("receiver-unresolved", "an empty receiver")
         head, rest = chain[0], chain[1:]

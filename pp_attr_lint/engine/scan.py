@@ -92,11 +92,7 @@ class Scan:
                         self.project.load(st)
                 elif result is not None:
                     self.project._apply_result(st, result)
-            for module, path, digest, hit, result, key in fetched:  # the modules resolved ahead
-                dep = self.project._find(module)
-                if dep is not None and dep.path == path and dep.summary is None and not (dep.error or dep.syntax_error):
-                    self.project._record(dep, digest, hit, key)
-                    self.project._apply_result(dep, result)
+            self.project.adopt(fetched)  # the modules resolved ahead
         return [st for st in states if (self.project.prefilter_hit(st) if st.hit is None else st.hit) or st.path in explicit]
 
     def _scan_one(self, item: tuple[str, bool, str]) -> tuple:

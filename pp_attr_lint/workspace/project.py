@@ -139,6 +139,9 @@ class Project:
         # while resolving ahead, as (module, path, digest, prefilter mask, result, stat key)
         self._fetched: list[tuple] | None = None
         self._claims = None  # during a scan that resolves ahead: the file of claimed modules
+        # set by checks run in worker processes (pp_attr_lint.engine.check): the modules summarized
+        # there, in the same form, for the parent to adopt (see adopt)
+        self._loaded: list[tuple] | None = None
 
     # -- files ---------------------------------------------------------------------------------
     def file_state(self, path: str, module: str | None = None, root: str | None = None) -> FileState:
@@ -249,7 +252,22 @@ class Project:
             result = summarize_file(data, self.spec, st.path)
             self._fetched.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
             return self._apply_result(st, result)
-        return self._apply_result(st, summarize_file(data, self.spec, st.path))
+        result = summarize_file(data, self.spec, st.path)
+        if self._loaded is not None:
+            self._loaded.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
+        return self._apply_result(st, result)
+
+    def adopt(self, entries) -> None:
+        """Take summaries another process made of this project's modules, ``(module, path,
+        digest, prefilter mask, summarize_file result, stat key)`` each (a scan's modules resolved
+        ahead, or those a worker's checks loaded): recorded in the stat index and the cache as if
+        made here; a module this process has summarized already, or that is now another file,
+        is left as it is."""
+        for module, path, digest, hit, result, key in entries:
+            dep = self._find(module)
+            if dep is not None and dep.path == path and dep.summary is None and not (dep.error or dep.syntax_error):
+                self._record(dep, digest, hit, key)
+                self._apply_result(dep, result)
 
     def _apply_result(self, st: FileState, result: tuple) -> dict | None:
         """Take a new :func:`summarize_file` result for ``st``: into the file state and the cache."""
