@@ -387,6 +387,8 @@ def _check_in_workers(project: Project, checked: list, check_file, jobs: int) ->
     is merged here, so that the cache knows every file the result depends on."""
     if len(checked) < _MIN_PARALLEL_CHECKS:
         return None
+    from itertools import islice
+
     from ..model import finding_from_dict, finding_to_dict, not_judged_from_dict, not_judged_to_dict
     from .parallel import fork_map
 
@@ -395,7 +397,7 @@ def _check_in_workers(project: Project, checked: list, check_file, jobs: int) ->
 
     def one(i: int) -> tuple:
         f, u, broken = check_file(checked[i])
-        touched = list(project.touched.items())[sent["touched"]:]  # new entries come last (dict order)
+        touched = list(islice(project.touched.items(), sent["touched"], None))  # new entries come last
         loaded = project._loaded[sent["loaded"]:]
         sent["touched"], sent["loaded"] = len(project.touched), len(project._loaded)
         return ([finding_to_dict(x) for x in f], [not_judged_to_dict(x) for x in u],
