@@ -39,6 +39,52 @@ def _static(path, site: str, code: str) -> list[int]:
     return sorted(f["location"]["row"] for f in json.loads(proc.stdout) if f["code"] == code)
 
 
+def _copies(models_dir: str, site: str, tmp_path, cls: str, method: str, kind: str, code: str):
+    """``(red, green, line)``: copies of ``llama.py`` with the injector's ``kind`` at ``cls.method``
+    and with its fix (``--guarded``), after the static check: ``code`` reports the injected line on
+    the red copy and nothing on the green one."""
+    src = os.path.join(models_dir, "llama.py")
+    (tmp_path / "red").mkdir()
+    (tmp_path / "green").mkdir()
+    red, green = tmp_path / "red" / "llama.py", tmp_path / "green" / "llama.py"
+    (line,) = _inject(src, red, cls, method, "--kind", kind)
+    _inject(src, green, cls, method, "--kind", kind, "--guarded")
+    assert _static(red, site, code) == [line]
+    assert _static(green, site, code) == []
+    return red, green, line
+
+
+def _line_of(path, text: str) -> int:
+    """The number of the first line of ``path`` that holds ``text``."""
+    return next(i for i, ln in enumerate(path.read_text().splitlines(), 1) if text in ln)
+
+
+def _red_with_the_call_on_the_stack(python: str, red, code: str, call: int, rank: int, exc: str, where: str) -> dict:
+    """``validate --findings`` on the red copy: its one ``code`` finding at line ``call`` agrees,
+    PP rank ``rank`` failed with ``exc`` raised at ``where`` (the callee) and the finding's line on
+    its stack, and the other rank initialized. Returns the finding's entry."""
+    proc = run_validate(python, "--findings", str(red), "--as-module", MODULE, "--arch", ARCH,
+                        "--output-format", "json", timeout=900)
+    (f,) = parse_json(proc)["findings"]
+    assert f["code"] == code and f["row"] == call and f["agree"] is True, f
+    fail = f["red"]["failure"]
+    assert fail["rank"] == rank and fail["type"] == exc and fail["where"] == where, fail
+    assert f"called from llama.py:{call}" in f["red"]["why"]
+    assert {r["rank"]: r["status"] for r in f["red"]["ranks"]} == {rank: "failed", 1 - rank: "initialized"}
+    assert proc.returncode == 0
+    return f
+
+
+def _green(python: str, green, *extra: str) -> dict:
+    """``validate --arch`` with the fixed copy: PASS, every rank ran forward while serving.
+    Returns the run's report."""
+    proc = run_validate(python, "--arch", ARCH, "--source", str(green), *extra, "--output-format", "json", timeout=900)
+    (run,) = parse_json(proc)["runs"]
+    assert proc.returncode == 0 and run["outcome"] == "PASS", run.get("reason")
+    assert all(r["forward_calls_during_requests"] > 0 for r in run["ranks"])
+    return run
+
+
 def test_unowned_parameter_load_red_then_green(vllm_python, vllm_models_dir, vllm_site_packages, tmp_path):
     """PPA402: a loader whose ``params_dict[name]`` has no ``is_pp_missing_parameter`` skip raises
     KeyError, at the lookup, on each rank for a layer it does not own, once a checkpoint of every
@@ -83,34 +129,13 @@ def test_rank_precondition_red_then_green(vllm_python, vllm_models_dir, vllm_sit
     """PPA404: ``forward`` calls, on every rank, a method that asserts it runs on the last rank:
     PP rank 0 fails with that AssertionError at the assertion's line (the finding's call on its
     stack) while rank 1 builds; with the call guarded by ``is_last_rank`` the engine serves."""
-    src = os.path.join(vllm_models_dir, "llama.py")
-    (tmp_path / "red").mkdir()
-    (tmp_path / "green").mkdir()
-    red, green = tmp_path / "red" / "llama.py", tmp_path / "green" / "llama.py"
-    (call,) = _inject(src, red, "LlamaForCausalLM", "forward", "--kind", "rank-precondition")
-    _inject(src, green, "LlamaForCausalLM", "forward", "--kind", "rank-precondition", "--guarded")
-    assert _static(red, vllm_site_packages, "PPA404") == [call]
-    assert _static(green, vllm_site_packages, "PPA404") == []
-    assert_line = next(i for i, ln in enumerate(red.read_text().splitlines(), 1)
-                       if "assert get_pp_group().is_last_rank" in ln)
+    red, green, call = _copies(vllm_models_dir, vllm_site_packages, tmp_path, "LlamaForCausalLM", "forward",
+                               "rank-precondition", "PPA404")
+    assert_line = _line_of(red, "assert get_pp_group().is_last_rank")
 
-    proc = run_validate(vllm_python, "--findings", str(red), "--as-module", MODULE, "--arch", ARCH,
-                        "--output-format", "json", timeout=900)
-    report = parse_json(proc)
-    (f,) = report["findings"]
-    assert f["code"] == "PPA404" and f["row"] == call and f["agree"] is True, f
-    fail = f["red"]["failure"]
-    assert fail["rank"] == 0 and fail["type"] == "AssertionError"
-    assert fail["where"] == f"{red}:{assert_line} in _assert_on_last_rank"
-    assert f"called from llama.py:{call}" in f["red"]["why"]
-    assert {r["rank"]: r["status"] for r in f["red"]["ranks"]} == {0: "failed", 1: "initialized"}
-    assert proc.returncode == 0
-
-    proc = run_validate(vllm_python, "--arch", ARCH, "--source", str(green), "--output-format", "json", timeout=900)
-    report = parse_json(proc)
-    (run,) = report["runs"]
-    assert proc.returncode == 0 and run["outcome"] == "PASS", run.get("reason")
-    assert all(r["forward_calls_during_requests"] > 0 for r in run["ranks"])
+    _red_with_the_call_on_the_stack(vllm_python, red, "PPA404", call, 0, "AssertionError",
+                                    f"{red}:{assert_line} in _assert_on_last_rank")
+    _green(vllm_python, green)
 
 
 def test_stage_local_layer_id_red_then_green(vllm_python, vllm_models_dir, vllm_site_packages, tmp_path):
@@ -119,37 +144,15 @@ def test_stage_local_layer_id_red_then_green(vllm_python, vllm_models_dir, vllm_
     a front-loaded split of the 4 toy layers (3, 1), PP rank 1 starts at layer 3 and holds one
     entry: IndexError in the accessor, with the finding's call on its stack, while rank 0 builds.
     With the stage's own first layer passed, the engine serves under the same split."""
-    src = os.path.join(vllm_models_dir, "llama.py")
-    (tmp_path / "red").mkdir()
-    (tmp_path / "green").mkdir()
-    red, green = tmp_path / "red" / "llama.py", tmp_path / "green" / "llama.py"
-    (call,) = _inject(src, red, "LlamaModel", "forward", "--kind", "stage-local-id")
-    _inject(src, green, "LlamaModel", "forward", "--kind", "stage-local-id", "--guarded")
-    assert _static(red, vllm_site_packages, "PPA403") == [call]
-    assert _static(green, vllm_site_packages, "PPA403") == []
-    index_line = next(i for i, ln in enumerate(red.read_text().splitlines(), 1)
-                      if "return self.scales[layer_id - self.start_layer]" in ln)
+    red, green, call = _copies(vllm_models_dir, vllm_site_packages, tmp_path, "LlamaModel", "forward",
+                               "stage-local-id", "PPA403")
+    index_line = _line_of(red, "return self.scales[layer_id - self.start_layer]")
 
-    proc = run_validate(vllm_python, "--findings", str(red), "--as-module", MODULE, "--arch", ARCH,
-                        "--output-format", "json", timeout=900)
-    report = parse_json(proc)
-    (f,) = report["findings"]
-    assert f["code"] == "PPA403" and f["row"] == call and f["agree"] is True, f
+    f = _red_with_the_call_on_the_stack(vllm_python, red, "PPA403", call, 1, "IndexError",
+                                        f"{red}:{index_line} in get_scale")
     assert f["witness"]["layer_partition"] == "front-loaded" and f["red"]["layer_partition"] == "3,1"
-    fail = f["red"]["failure"]
-    assert fail["rank"] == 1 and fail["type"] == "IndexError"
-    assert fail["where"] == f"{red}:{index_line} in get_scale"
-    assert f"called from llama.py:{call}" in f["red"]["why"]
-    assert {r["rank"]: r["status"] for r in f["red"]["ranks"]} == {0: "initialized", 1: "failed"}
-    assert proc.returncode == 0
-
-    proc = run_validate(vllm_python, "--arch", ARCH, "--source", str(green), "--layer-partition", "front-loaded",
-                        "--output-format", "json", timeout=900)
-    report = parse_json(proc)
-    (run,) = report["runs"]
-    assert proc.returncode == 0 and run["outcome"] == "PASS", run.get("reason")
+    run = _green(vllm_python, green, "--layer-partition", "front-loaded")
     assert run["layer_partition"] == "3,1"
-    assert all(r["forward_calls_during_requests"] > 0 for r in run["ranks"])
 
 
 def test_toy_weights_hold_every_layer(vllm_python, tmp_path):
