@@ -28,6 +28,8 @@ REASONS: dict[str, tuple[str, str]] = {
                       "decorator, a metaclass, `setattr` with a computed name)", ""),
     "ambiguous": ("a name or module has more than one definition (bound twice, or in two folders)", ""),
     "recursion-limit": ("a class hierarchy or receiver chain too deep to follow", ""),
+    "stage-guard": ("a test on the line's path names the pipeline stage in a way that is not read (which stages "
+                    "run the line cannot be told)", "a test of `start_layer == 0` or `is_first_rank` around it"),
     "engine-fact-unknown": ("a fact about the engine that decides the verdict is not in the analysed code (that "
                             "it refuses pipeline parallelism for a registered model without SupportsPP)",
                             "`--src DIR` with the engine's sources, or `--python PATH` with it installed"),

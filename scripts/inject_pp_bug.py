@@ -82,6 +82,8 @@ RANK_METHOD = "_assert_on_{rank}_rank"
 
 def _method(tree, cls: str, name: str):
     """The ``FunctionDef`` of ``cls.name`` in ``tree``; raises LookupError."""
+    if not any(isinstance(n, ast.ClassDef) and n.name == cls for n in ast.walk(tree)):
+        raise LookupError(f"no class {cls} in the file")
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef) and node.name == cls:
             for fn in node.body:

@@ -143,21 +143,61 @@ def test_a_pool_never_built_with_a_stage_range_stays_silent(tmp_path):
     assert _run(root) == ([], [])
 
 
-def test_a_stage_test_guards_only_the_calls_it_covers(tmp_path):
-    # an earlier `if <stage test>: return` guards what follows; an `if` on the stage elsewhere in
-    # the function (a block that does not exit) guards only its own body
+def _guarded(test: str, *, early: bool = False, orelse: bool = False) -> str:
+    """BACKEND with its probe under ``if <test>:`` (``early``: after ``if <test>: return``;
+    ``orelse``: in the ``else`` branch)."""
+    probe = "        self.v_head_dim = len(runner.pool.get_value_buffer(0))\n"
+    if early:
+        body = f"        if {test}:\n            return\n" + probe
+    elif orelse:
+        body = f"        if {test}:\n            self.v_head_dim = 8\n        else:\n    " + probe
+    else:
+        body = f"        if {test}:\n    " + probe
+    return "\nclass Backend:\n    def __init__(self, runner):\n" + body
+
+
+def test_a_stage_test_that_holds_on_the_first_stage_only_guards_the_probe(tmp_path):
+    # the call runs on the first stage only, which holds layer 0: silent
+    for k, backend in enumerate([_guarded("runner.start_layer == 0"), _guarded("0 == runner.start_layer"),
+                                 _guarded("get_pp_group().is_first_rank"), _guarded("not runner.start_layer"),
+                                 _guarded("runner.start_layer != 0", orelse=True),
+                                 _guarded("runner.start_layer > 0", early=True),
+                                 _guarded("not get_pp_group().is_first_rank", early=True),
+                                 _guarded("runner.start_layer == 0 and runner.ready")]):
+        root = _tree(tmp_path / str(k), pool=POOL, runner=RUNNER, backend=backend) \
+            if (tmp_path / str(k)).mkdir() is None else None
+        assert _run(root) == ([], []), backend
+
+
+def test_a_stage_test_that_holds_on_later_stages_only_does_not_guard_it(tmp_path):
+    # the call runs only on stages after the first, where layer 0 is not held: reported
+    for k, backend in enumerate([_guarded("runner.start_layer != 0"), _guarded("runner.start_layer > 0"),
+                                 _guarded("not get_pp_group().is_first_rank"), _guarded("get_pp_group().is_last_rank"),
+                                 _guarded("get_pp_group().is_first_rank", early=True),
+                                 _guarded("runner.start_layer == 0", early=True),
+                                 _guarded("runner.start_layer == 0", orelse=True)]):
+        root = _tree(tmp_path / str(k), pool=POOL, runner=RUNNER, backend=backend) \
+            if (tmp_path / str(k)).mkdir() is None else None
+        assert _run(root) == ([("pool.py", 8)], []), backend
+
+
+def test_a_stage_test_elsewhere_in_the_function_guards_nothing(tmp_path):
+    # a block on the stage that the call is not in, or an early return after the call
     elsewhere = BACKEND.replace("        self.v_head_dim",
                                 "        if runner.start_layer == 0:\n            self.first = True\n"
                                 "        self.v_head_dim")
     root = _tree(tmp_path, pool=POOL, runner=RUNNER, backend=elsewhere)
     assert _run(root) == ([("pool.py", 8)], [])
-    early = BACKEND.replace("        self.v_head_dim",
-                            "        if runner.start_layer != 0:\n            return\n        self.v_head_dim")
-    (root / "pkg" / "backend.py").write_text(textwrap.dedent(early), encoding="utf-8")
-    assert _run(root) == ([], [])
     later = BACKEND + "        if runner.start_layer != 0:\n            return\n"
     (root / "pkg" / "backend.py").write_text(textwrap.dedent(later), encoding="utf-8")
     assert _run(root) == ([("pool.py", 8)], [])
+
+
+def test_a_stage_test_that_cannot_be_read_leaves_the_probe_not_judged(tmp_path):
+    root = _tree(tmp_path, pool=POOL, runner=RUNNER, backend=_guarded("runner.pp_size_hint(2)"))
+    findings, unjudged = _run(root)
+    assert findings == [] and [(u["reason"], u["location"]["row"]) for u in unjudged] == [("stage-guard", 8)]
+    assert "`runner.pool.get_value_buffer(0)` at pkg/backend.py:5 passes layer 0" in unjudged[0]["message"]
 
 
 def test_a_copy_checked_as_its_module_is_scanned_in_place_of_the_tree_file(tmp_path):

@@ -260,7 +260,8 @@ def _format_text(rep: dict) -> str:
         return (f"== {rep['arch']}  pp={rep['pp']}  UNSUPPORTED  ({rep.get('wall_seconds', 0):.1f} s wall)\n"
                 f"   reason: {rep.get('reason')}")
     lines.append(f"== {rep['arch']}  pp={rep['pp']}  device={rep.get('device')}  compile={rep.get('compile')}  ranks started by {rep.get('worker_start')}"
-                 f"{'  weights=toy' if rep.get('weights') == 'toy' else ''}  {verdict}  "
+                 f"{'  weights=toy' if rep.get('weights') == 'toy' else ''}"
+                 f"{'  layers split ' + rep['layer_partition'] if rep.get('layer_partition') else ''}  {verdict}  "
                  f"({rep['wall_seconds']:.1f} s wall)")
     if rep.get("env_error"):
         lines.append(f"   missing: {rep['env_error']}")
@@ -282,9 +283,15 @@ def _format_text(rep: dict) -> str:
             e = r["error"]
             phase = {"serving": " (while serving)", "weight loading": " (while loading weights)",
                      "warm-up": " (in the engine's warm-up run)"}.get(e.get("phase"), "")
-            lines.append(f"      {e.get('type')}: {e.get('message')}{phase}")
-            if e.get("where"):
-                lines.append(f"      at {e['where']}")
+            # the model's own exception when Dynamo wrapped it (as in the failure line)
+            inner = compiled_root_cause(e.get("message"), e.get("traceback"), set((rep.get("overrides") or {}).values()))
+            typ, msg, where = (inner[0], inner[1], inner[2] or e.get("where")) if inner else \
+                (e.get("type"), e.get("message"), e.get("where"))
+            lines.append(f"      {typ}: {msg}{phase}")
+            if where:
+                lines.append(f"      at {where}")
+            if inner:
+                lines.append(f"      (raised inside torch.compile; Dynamo reported {e.get('type')} at {e.get('where')})")
     names = ["text"] + [n for n in rep["requests"] if n != "text"]
     if rep["arch"] in ("Qwen3VLForConditionalGeneration", "Qwen3VLMoeForConditionalGeneration") and "image" not in names:
         names.append("image")

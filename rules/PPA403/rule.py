@@ -159,33 +159,99 @@ def _stage_test(node) -> bool:
     return False
 
 
+# what a test on a call's path says of the pipeline stages that run the call
+FIRST, LATER, UNKNOWN = "first", "later", "unknown"  # only the first; only stages after it (PP >= 2); not read
+# names of the stage's position: 0 on the first stage
+_POSITION_WORDS = frozenset({"start_layer", "pp_rank", "rank_in_group"})
+_MIRROR = {"Lt": "Gt", "Gt": "Lt", "LtE": "GtE", "GtE": "LtE", "Eq": "Eq", "NotEq": "NotEq"}
+
+
+def _flip(c):
+    """What the negation of a test whose stage class is ``c`` says."""
+    return {FIRST: LATER, LATER: FIRST}.get(c, c)
+
+
+def _last_name(node) -> str | None:
+    ast = _ast()
+    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _stage_class(test):
+    """What ``test`` holding says of the stage: :data:`FIRST` (only the first stage holds it:
+    ``is_first_rank``, ``self.start_layer == 0``, ``not pp_rank``), :data:`LATER` (only the
+    stages after the first: ``is_last_rank`` under PP >= 2, ``start_layer != 0`` / ``> 0``,
+    ``not is_first_rank``), :data:`UNKNOWN` (it names the stage otherwise), ``None`` (it does not
+    name the stage)."""
+    ast = _ast()
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _flip(_stage_class(test.operand))
+    if isinstance(test, ast.BoolOp):
+        parts = [_stage_class(v) for v in test.values]
+        if isinstance(test.op, ast.And):  # a conjunction holds only where each part holds
+            if FIRST in parts:
+                return FIRST
+            if LATER in parts:
+                return LATER
+        elif None not in parts and len(set(parts)) == 1 and parts[0] != UNKNOWN:
+            return parts[0]  # a disjunction of parts that all say the same
+        return UNKNOWN if any(p is not None for p in parts) else None
+    word = _last_name(test)
+    if word == "is_first_rank":
+        return FIRST
+    if word == "is_last_rank":
+        return LATER
+    if word in _POSITION_WORDS:
+        return LATER  # `if self.start_layer:`
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        left, op, right = test.left, type(test.ops[0]).__name__, test.comparators[0]
+        if isinstance(left, ast.Constant) and op in _MIRROR:
+            left, op, right = right, _MIRROR[op], left  # `0 == self.start_layer`
+        if _last_name(left) in _POSITION_WORDS and isinstance(right, ast.Constant) and type(right.value) is int:
+            c = right.value
+            if (op, c) in (("Eq", 0), ("LtE", 0), ("Lt", 1)):
+                return FIRST
+            if (op, c) in (("NotEq", 0), ("Gt", 0), ("GtE", 1)):
+                return LATER
+    return UNKNOWN if _stage_test(test) else None
+
+
 def _calls(tree, names: frozenset):
-    """``(call, class node or None, function node, guarded)`` for each call ``x.name(...)`` with
-    ``name`` in ``names`` inside a function of ``tree``; ``guarded``: a test on the path to it
-    (an enclosing ``if`` / ``while`` / conditional expression / ``and`` / ``or``, or an earlier
-    ``if ...: return`` of the function) names the stage."""
+    """``(call, class node or None, function node, stage classes)`` for each call ``x.name(...)``
+    with ``name`` in ``names`` inside a function of ``tree``; the stage classes (see
+    :func:`_stage_class`) are those of the tests on the path to it: an enclosing ``if`` /
+    ``while`` / conditional expression (its branch's polarity), the earlier operands of an
+    ``and`` / ``or``, and an earlier ``if ...: return`` (or ``raise``) of the function (negated)."""
     ast = _ast()
     out = []
 
-    def visit(node, cls, fn, guarded, exits):
+    def visit(node, cls, fn, guards, exits):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             fn = node  # the innermost function: a nested one has no scope of its own in the summary
-            # `if <stage test>: return` (or raise) guards what comes after it
-            exits = exits + tuple(st.end_lineno for st in node.body if isinstance(st, ast.If) and _stage_test(st.test)
-                                  and st.body and isinstance(st.body[-1], (ast.Return, ast.Raise)))
+            exits = exits + tuple((st.end_lineno, _flip(_stage_class(st.test))) for st in node.body
+                                  if isinstance(st, ast.If) and st.body and isinstance(st.body[-1], (ast.Return, ast.Raise))
+                                  and _stage_class(st.test) is not None)
         elif isinstance(node, ast.ClassDef):
             cls = node if cls is None and fn is None else cls
-        elif isinstance(node, (ast.If, ast.While, ast.IfExp)):
-            guarded = guarded or _stage_test(node.test)
-        elif isinstance(node, ast.BoolOp):
-            guarded = guarded or any(_stage_test(v) for v in node.values)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names \
                 and fn is not None:
-            out.append((node, cls, fn, guarded or any(end < node.lineno for end in exits)))
+            out.append((node, cls, fn, guards + tuple(c for end, c in exits if end < node.lineno)))
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            c = _stage_class(node.test)
+            visit(node.test, cls, fn, guards, exits)
+            for branch, cc in ((node.body, c), (node.orelse, _flip(c))):
+                for b in (branch if isinstance(branch, list) else [branch]):
+                    visit(b, cls, fn, guards + ((cc,) if cc else ()), exits)
+            return
+        if isinstance(node, ast.BoolOp):
+            for i, v in enumerate(node.values):
+                prior = [_stage_class(x) for x in node.values[:i]]  # `a and x.f(0)`: runs where a holds
+                prior = prior if isinstance(node.op, ast.And) else [_flip(p) for p in prior]
+                visit(v, cls, fn, guards + tuple(p for p in prior if p), exits)
+            return
         for c in ast.iter_child_nodes(node):
-            visit(c, cls, fn, guarded, exits)
+            visit(c, cls, fn, guards, exits)
 
-    visit(tree, None, None, False, ())
+    visit(tree, None, None, (), ())
     return out
 
 
@@ -518,11 +584,13 @@ class StageLocalLayerId(Rule):
         receivers = _Receivers(ctx, rf)
         out = []
         for path, module, tree, _lines in files:
-            for call, cls, fn, guarded in _calls(tree, names):
+            for call, cls, fn, guards in _calls(tree, names):
                 m = call.func.attr
                 shaped = [a for a in accessors if a[1] == m and _int_constant(_argument(call, a[3], a[2]))]
-                if not shaped or guarded:
+                if not shaped:
                     continue
+                if FIRST in guards and all(_argument(call, a[3], a[2]).value == 0 for a in shaped):
+                    continue  # runs on the first stage only, which holds layer 0
                 a0 = shaped[0]
                 site = f"{display_path(path)}:{call.lineno}"
                 text = _ast().unparse(call)
@@ -545,6 +613,14 @@ class StageLocalLayerId(Rule):
                 why = why + list(dict.fromkeys(stages))
                 arg = _argument(call, acc[3], acc[2])
                 if not _int_constant(arg):
+                    continue
+                if UNKNOWN in guards or FIRST in guards:
+                    row, col = (call.lineno, call.col_offset) if path == ctx.file.path else (acc[5], acc[6])
+                    out.append(NotJudged(code=self.code, reason="stage-guard", path=ctx.file.path, row=row,
+                                         column=col + 1,
+                                         detail=f"`{text}` at {site} passes layer {arg.value} to `{acc[0]}.{m}`, under "
+                                                f"a test that names the pipeline stage in a way that does not tell "
+                                                f"which stages run it"))
                     continue
                 out.append(self._finding(ctx, acc, holders, call, arg, cls, fn, chain, why, path, site, text,
                                          _lines))

@@ -363,6 +363,32 @@ def test_root_cause_through_dynamo():
     assert f["compiled"]["type"] == "Unsupported" and "KeyError: 'residual' at /tmp/inj/llama.py:423" in f["root_cause"]
 
 
+def test_text_report_gives_the_ranks_own_exception_through_dynamo():
+    """The per-rank line of the text report names the model's exception at the model's line, and
+    Dynamo's wrapper after it; the header names a witness's split of the layers."""
+    from pp_attr_lint.validate.environment import EXIT_FAIL
+    from pp_attr_lint.validate.report import _format_text
+
+    def rank(i, error):
+        return {"rank": i, "status": "failed" if error else "initialized", "pid": 100 + i, "start_layer": 3 * i,
+                "end_layer": 3 + i, "deepstack_levels": None, "init_seconds": 9.0, "construct_seconds": 0.1,
+                "forward_calls_during_requests": None, "error": error}
+
+    error = {"type": "Unsupported", "message": DYNAMO_OBSERVED, "phase": "warm-up",
+             "where": "/site/vllm/compilation/wrapper.py:86 in _call", "traceback": None}
+    rep = {"exit_code": EXIT_FAIL, "outcome": "FAIL", "arch": "LlamaForCausalLM", "pp": 2, "device": "cpu",
+           "compile": "eager", "worker_start": "fork", "weights": "dummy", "layer_partition": "3,1",
+           "wall_seconds": 15.0, "overrides": {"vllm.model_executor.models.llama": "/tmp/inj/llama.py"},
+           "override_loaded_in_pids": [100, 101], "ranks": [rank(0, None), rank(1, error)], "requests": {}}
+    text = _format_text(rep)
+    assert "layers split 3,1  FAIL" in text.splitlines()[0]
+    lines = text.splitlines()
+    k = next(i for i, ln in enumerate(lines) if ln.startswith("   PP rank 1:"))
+    assert lines[k + 1].strip() == "KeyError: 'residual' (in the engine's warm-up run)"
+    assert lines[k + 2].strip() == "at /tmp/inj/llama.py:423 in forward"
+    assert "Dynamo reported Unsupported at /site/vllm/compilation/wrapper.py:86" in lines[k + 3]
+
+
 def test_witness_config_is_set_on_the_toy_config():
     """A finding's witness (`tie_word_embeddings=True`) is set on the config class; what the class
     does not know, or what is a condition of the code, is said, not set."""
