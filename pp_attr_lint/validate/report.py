@@ -268,6 +268,9 @@ def _format_text(rep: dict) -> str:
         return "\n".join(lines)
     for mod, path in rep.get("overrides", {}).items():
         lines.append(f"   source override: {mod} <- {path} (loaded in {len(rep['override_loaded_in_pids'])} process(es))")
+    not_split = ((rep.get("toy_config") or {}).get("not_set") or {}).get("layer_partition")
+    if not_split:
+        lines.append(f"   layer split not set (vLLM's even split instead): {not_split}")
     for r in rep["ranks"]:
         layers = f"layers {r['start_layer']}..{r['end_layer']}" if r["start_layer"] is not None else "layers ?"
         ds = f"deepstack levels {r['deepstack_levels']}" if r["deepstack_levels"] is not None else ""

@@ -387,6 +387,8 @@ def test_text_report_gives_the_ranks_own_exception_through_dynamo():
     assert lines[k + 1].strip() == "KeyError: 'residual' (in the engine's warm-up run)"
     assert lines[k + 2].strip() == "at /tmp/inj/llama.py:423 in forward"
     assert "Dynamo reported Unsupported at /site/vllm/compilation/wrapper.py:86" in lines[k + 3]
+    rep.update(layer_partition=None, toy_config={"not_set": {"layer_partition": "the toy config has 2 layers"}})
+    assert "   layer split not set (vLLM's even split instead): the toy config has 2 layers" in _format_text(rep)
 
 
 def test_witness_config_is_set_on_the_toy_config():
