@@ -395,22 +395,18 @@ def _check_in_workers(project: Project, checked: list, check_file, jobs: int) ->
     project._loaded = []
     sent = {"touched": len(project.touched), "loaded": 0}  # per process (copied by the fork)
 
-    def one(i: int) -> tuple:
-        f, u, broken = check_file(checked[i])
+    def one(st) -> tuple:
+        f, u, broken = check_file(st)
         touched = list(islice(project.touched.items(), sent["touched"], None))  # new entries come last
         loaded = project._loaded[sent["loaded"]:]
         sent["touched"], sent["loaded"] = len(project.touched), len(project._loaded)
         return ([finding_to_dict(x) for x in f], [not_judged_to_dict(x) for x in u],
                 [finding_to_dict(x) for x in broken], touched, loaded)
 
-    weights = []
-    for st in checked:
-        key = project.touched.get(st.path)
-        weights.append(key[1] if key else 0)
     try:
-        got = fork_map(one, list(range(len(checked))), jobs, weights, min_items=_MIN_PARALLEL_CHECKS)
+        got = fork_map(one, checked, jobs, project.sizes(checked), min_items=_MIN_PARALLEL_CHECKS)
     finally:
-        loaded, project._loaded = project._loaded, None
+        project._loaded = None
     if got is None:
         return None
     out = []

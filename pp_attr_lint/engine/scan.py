@@ -52,10 +52,7 @@ class Scan:
         if fresh:
             from .parallel import fork_map
 
-            sizes = []
-            for st in fresh:
-                key = self.project.touched.get(st.path)
-                sizes.append(key[1] if key else 0)
+            sizes = self.project.sizes(fresh)
             for root in {st.root for st in fresh}:
                 self.project.cache.load_pack(root)  # read once here, not once in every worker
             items = [(st.path, st.path in explicit, st.root) for st in fresh]

@@ -257,6 +257,15 @@ class Project:
             self._loaded.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
         return self._apply_result(st, result)
 
+    def sizes(self, states) -> list[int]:
+        """The size in bytes of each of ``states``' files from its recorded stat (0 when none): the
+        weights that balance work over processes."""
+        out = []
+        for st in states:
+            key = self.touched.get(st.path)
+            out.append(key[1] if key else 0)
+        return out
+
     def adopt(self, entries) -> None:
         """Take summaries another process made of this project's modules, ``(module, path,
         digest, prefilter mask, summarize_file result, stat key)`` each (a scan's modules resolved

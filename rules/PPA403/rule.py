@@ -227,9 +227,9 @@ def _calls(tree, names: frozenset):
     def visit(node, cls, fn, guards, exits):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             fn = node  # the innermost function: a nested one has no scope of its own in the summary
-            exits = exits + tuple((st.end_lineno, _flip(_stage_class(st.test))) for st in node.body
+            exits = exits + tuple((st.end_lineno, _flip(c)) for st in node.body
                                   if isinstance(st, ast.If) and st.body and isinstance(st.body[-1], (ast.Return, ast.Raise))
-                                  and _stage_class(st.test) is not None)
+                                  and (c := _stage_class(st.test)) is not None)
         elif isinstance(node, ast.ClassDef):
             cls = node if cls is None and fn is None else cls
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names \
