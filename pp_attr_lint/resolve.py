@@ -28,6 +28,11 @@ from .settings import Factory, Settings
 ClassKey = tuple[str, str]  # (module, class name)
 
 
+# attribute questions (``self.x`` of a class) answered inside one another at most (a chain of
+# attributes each built from the next); deeper ones are cut
+_MAX_NESTED_ATTRS = 48
+
+
 class Unresolved(Exception):
     """Raised inside the resolver when a fact cannot be established.
 
@@ -92,6 +97,7 @@ class Resolver:
         # question was asked at, so it is not memoized (it would answer a later question asked
         # nearer the start, and the reasons a run gives would depend on the order of its questions)
         self._cutoffs = 0
+        self._nested_attrs = 0  # attribute questions being answered (see attr_candidates)
 
     def _cutoff(self, detail: str) -> None:
         """Fail the current question at a depth limit (``recursion-limit``); returns ``None``."""
@@ -534,18 +540,28 @@ class Resolver:
         """The classes ``self.<attr>`` may hold on an instance of ``key``: the union over every
         assignment ``self.<attr> = ...`` in any method of any class on its MRO (all branches),
         plus a class-level annotation; :data:`NONE_KEY` among them when it may be ``None``.
-        ``None`` when any of them is not a resolvable class (the reason in :attr:`why`)."""
-        if depth > 8:
-            return self._cutoff(f"`{key[1]}.{attr}` is more than 8 steps deep")
+        ``None`` when any of them is not a resolvable class (the reason in :attr:`why`).
+
+        Each question is answered with a budget of its own (the values it follows start at depth
+        0, whatever ``depth`` it was asked at), so that the answer is the same whether it is
+        computed here or was memoized by an earlier question: a run's verdicts do not depend on
+        the order its files are checked in (``-j``, a file alone).  Questions nested more than
+        :data:`_MAX_NESTED_ATTRS` deep are cut (``recursion-limit``)."""
         mkey = ("attr", key, attr)
         if mkey in self._memo:
             got = self._memo[mkey]
             if got is None:
                 self.why = self._why_memo.get(mkey, ("recursion-limit", f"`{key[1]}.{attr}` refers to itself", None))
             return got
+        if self._nested_attrs >= _MAX_NESTED_ATTRS:
+            return self._cutoff(f"`{key[1]}.{attr}` is asked inside more than {_MAX_NESTED_ATTRS} other attributes")
         self._memo[mkey] = None  # cycle guard
         cutoffs = self._cutoffs
-        result = self._attr_candidates(key, attr, depth)
+        self._nested_attrs += 1
+        try:
+            result = self._attr_candidates(key, attr, 0)
+        finally:
+            self._nested_attrs -= 1
         if self._cutoffs != cutoffs:
             del self._memo[mkey]  # depends on the depth it was asked at
             return result

@@ -481,21 +481,39 @@ def test_factory_settings_can_be_replaced(tmp_path, settings):
     assert r.chain_candidates(("self", "language_model"), m, key, scope) is None
 
 
-def test_an_answer_cut_at_a_depth_limit_is_not_memoized(tmp_path, settings):
-    # Ci.nxt is C(i+1).nxt, ..., up to C12, whose base cannot be resolved: asked at the start,
-    # C4.nxt is followed to that base (module-not-found); asked deep in a chain first, the depth
-    # limit cuts it, and that cut answer must not answer the question asked at the start
-    chain = ["from torch import nn", "from not_installed import Base", "class C12(Base):",
+def _nxt_chain(n: int) -> dict:
+    """``Ci.nxt`` is ``C(i+1).nxt``, ..., up to ``Cn``, whose base cannot be resolved."""
+    chain = ["from torch import nn", "from not_installed import Base", f"class C{n}(Base):",
              "    def __init__(self):", "        self.nxt = None"]
-    for i in range(11, -1, -1):
+    for i in range(n - 1, -1, -1):
         chain += [f"class C{i}(nn.Module):", "    def __init__(self):", f"        self.peer = C{i + 1}()",
                   "        self.nxt = self.peer.nxt"]
-    files = {"pkg/__init__.py": "", "pkg/m.py": "\n".join(chain) + "\n"}
-    fresh = make(tmp_path, settings, files)
+    return {"pkg/__init__.py": "", "pkg/m.py": "\n".join(chain) + "\n"}
+
+
+def test_an_attribute_question_gets_the_same_answer_at_any_depth(tmp_path, settings):
+    """Asked at the start or deep in a chain of questions, `C4.nxt` is followed to the base that
+    cannot be resolved: each attribute question has a budget of its own, so the answer one
+    memoizes is the one the other would compute (the reasons a run gives do not depend on the
+    order of its questions: `-j`, a file checked alone)."""
+    files = _nxt_chain(12)
     key = ("pkg.m", "C4")
+    fresh = make(tmp_path, settings, files)
     direct = fresh.attr_candidates(key, "nxt")
     direct_why = fresh.why
+    assert direct is None and direct_why[0] == "module-not-found"
     r = make(tmp_path / "b", settings, files)
-    r.attr_candidates(("pkg.m", "C4"), "nxt", depth=8)  # cut: more than 8 steps deep
-    assert r.why[0] == "recursion-limit"
+    assert r.attr_candidates(key, "nxt", depth=8) == direct and r.why == direct_why
     assert r.attr_candidates(key, "nxt") == direct and r.why == direct_why
+
+
+def test_an_answer_cut_at_the_nesting_limit_is_not_memoized(tmp_path, settings):
+    """More attribute questions nested than the resolver follows: the outer one is cut
+    (`recursion-limit`), and that cut answer does not answer an inner question asked later."""
+    from pp_attr_lint.resolve import _MAX_NESTED_ATTRS
+
+    files = _nxt_chain(_MAX_NESTED_ATTRS + 8)
+    r = make(tmp_path, settings, files)
+    assert r.attr_candidates(("pkg.m", "C0"), "nxt") is None and r.why[0] == "recursion-limit"
+    inner = ("pkg.m", f"C{_MAX_NESTED_ATTRS - 4}")
+    assert r.attr_candidates(inner, "nxt") is None and r.why[0] == "module-not-found"
