@@ -81,6 +81,12 @@ LAST_RANK_PREDICATE = "is_last_rank"
 PP_PROTOCOL = "SupportsPP"
 PP_HOOK = "make_empty_intermediate_tensors"
 
+# torch.nn.Module's own ``forward`` is ``_forward_unimplemented(self, *input)`` (torch 2.x,
+# torch/nn/modules/module.py): a subclass that defines none has a ``forward`` whose signature has
+# no named parameter but ``input`` (a class ``__getattr__`` is never asked for it)
+MODULE_CLASSES = ("torch.nn.Module", "torch.nn.modules.module.Module")
+MODULE_FORWARD_PARAMETERS = ("input",)
+
 # attributes that every torch.nn.Module instance has (torch 2.x, torch/nn/modules/module.py), so
 # reading them on a placeholder does not raise
 MODULE_ATTRIBUTES = frozenset({

@@ -29,6 +29,7 @@ from typing import Any
 from . import facts as F
 from .index.summary import child_nodes, dotted_name, ref_chain
 from .index.summary import walk as _fast_walk
+from .resolve import EXTERNAL as EXTERNAL_KEY
 from .resolve import Unresolved, adds_no_attribute
 
 TRUE = ("T",)
@@ -870,6 +871,90 @@ def _raise_guards(tree: ast.Module, lines, wanted):
         yield w.raises
 
 
+def _pp_only_test(node: ast.AST) -> bool:
+    """``pp_size > 1``, ``pipeline_parallel_size != 1``, ``pp_size >= 2`` (any receiver): true only
+    under pipeline parallelism."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant)):
+        return False
+    left, op, value = ast.unparse(node.left), node.ops[0], node.comparators[0].value
+    if not (left.endswith("pp_size") or left.endswith("pipeline_parallel_size")):
+        return False
+    return (isinstance(op, (ast.Gt, ast.NotEq)) and value == 1) or (isinstance(op, ast.GtE) and value == 2)
+
+
+def _signature_test(value: ast.AST) -> str | None:
+    """``"p"`` for ``"p" in inspect.signature(<...>.model.forward).parameters`` (``model.forward``)."""
+    if not (isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], ast.In)
+            and isinstance(value.left, ast.Constant) and isinstance(value.left.value, str)):
+        return None
+    right = value.comparators[0]
+    if not (isinstance(right, ast.Attribute) and right.attr == "parameters" and isinstance(right.value, ast.Call)
+            and dotted_name(right.value.func) in ("inspect.signature", "signature") and len(right.value.args) == 1):
+        return None
+    chain = ref_chain(right.value.args[0])
+    return value.left.value if chain is not None and chain[-2:] == ("model", "forward") else None
+
+
+def _forward_requirement(fn) -> tuple | None:
+    """``(parameter, exempt)`` of :meth:`RankFacts.pp_forward_requirement` for one function."""
+    bound = {}  # the target's text -> (parameter, line), bound in the function's own body
+    for st in fn.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            p = _signature_test(st.value)
+            if p is not None:
+                bound[ast.unparse(st.targets[0])] = (p, st.lineno)
+    if not bound:
+        return None
+    best = None
+
+    def visit(body, conds, plain):
+        nonlocal best
+        for st in body:
+            if isinstance(st, ast.If):
+                visit(st.body, conds + [(st.test, True)], plain)
+                visit(st.orelse, conds + [(st.test, False)], plain)
+            elif isinstance(st, ast.Assert) and plain:
+                hit = bound.get(ast.unparse(st.test))
+                if hit is None or hit[1] >= st.lineno:
+                    continue
+                atoms = [a for t, pos in conds for a in (t.values if pos and isinstance(t, ast.BoolOp)
+                                                          and isinstance(t.op, ast.And) else [t])]
+                gates = [a for a in atoms if _pp_only_test(a)]
+                if not gates:
+                    continue
+                negated = [t for t, pos in conds if not pos and _pp_only_test(t)]
+                if negated:
+                    continue
+                found = (hit[0], len(atoms) > len(gates) or any(not pos for _t, pos in conds))
+                if best is None or best[1] and not found[1]:
+                    best = found
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            else:  # a loop, `with` or `try` around it: the assert may not run, or be caught
+                for field in ("body", "orelse", "finalbody"):
+                    sub = getattr(st, field, None)
+                    if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                        visit(sub, conds, False)
+
+    visit(fn.body, [], True)
+    return best
+
+
+def _registry_attribute(fn) -> str | None:
+    """``"EntryClass"`` for a function that lists the modules of a package
+    (``pkgutil.iter_modules(...)``) and reads ``hasattr(module, "EntryClass")`` of each."""
+    lists = has = None
+    for n in _fast_walk(fn):
+        if isinstance(n, ast.Call):
+            name = dotted_name(n.func) or ""
+            if name.rsplit(".", 1)[-1] == "iter_modules":
+                lists = True
+            elif name == "hasattr" and len(n.args) == 2 and isinstance(n.args[1], ast.Constant) \
+                    and isinstance(n.args[1].value, str) and isinstance(n.args[0], ast.Name):
+                has = n.args[1].value if has in (None, n.args[1].value) else ""
+    return has or None if lists else None
+
+
 _NOT_ACCEPTED = object()  # a store the question cannot use (see RankFacts._attribute_stores)
 
 
@@ -1580,10 +1665,16 @@ class RankFacts:
         aphrodite/config/model.py:1366 too), so its code never runs on a rank > 0.  The registry is
         the one of ``module``'s top-level package (:meth:`Resolver.model_registry`, found by its
         place in the tree), plus the ``register_model`` calls of the checked files (a plugin's
-        classes are checked the same way).  True when no registry lists the module (SGLang, RL
-        frameworks, the rule cases) or a registered class cannot be resolved."""
+        classes are checked the same way).  For a module no such registry lists, the engine's
+        entry-class registry and its assert on the model's ``forward`` decide
+        (:meth:`_entry_classes_run_under_pp`, SGLang).  True when neither lists the module (RL
+        frameworks, the rule cases) or a registered class cannot be resolved.  Raises
+        :class:`~pp_attr_lint.resolve.Unresolved` (``engine-fact-unknown``, ``draft-exemption``)
+        when whether the engine runs the module's models under PP cannot be established."""
         memo = self._memo.setdefault("pp-modules", {})
         if module in memo:
+            if isinstance(memo[module], Unresolved):
+                raise memo[module]  # every rule that asks gets the same answer
             return memo[module]
         memo[module] = True  # while it is being answered
         registered = []
@@ -1618,14 +1709,36 @@ class RankFacts:
                     ok = True  # cannot tell: judge it
                     break
         if not ok and not all(top and self.refuses_unsupported_models(top) for top in sorted(engines, key=str)):
-            memo[module] = True
             # the registered model lacks the protocol, but that the engine then refuses it is not
             # in the tree: neither judged as a PP model nor passed as one that never runs under PP
-            raise Unresolved("engine-fact-unknown", f"`{module}`'s registered classes do not list "
-                             f"`{F.PP_PROTOCOL}`, and no check in the analysed code refuses pipeline "
-                             "parallelism for such a model")
+            memo[module] = Unresolved("engine-fact-unknown", f"`{module}`'s registered classes do not list "
+                                      f"`{F.PP_PROTOCOL}`, and no check in the analysed code refuses pipeline "
+                                      "parallelism for such a model")
+            raise memo[module]
+        if not registered:
+            ok = self._entry_classes_run_under_pp(module)
+            if isinstance(ok, Unresolved):
+                memo[module] = ok
+                raise ok
         memo[module] = ok
         return ok
+
+    def _entry_classes_run_under_pp(self, module: str):
+        """For an engine that loads a module's entry classes (:meth:`entry_classes`) and asserts
+        under PP that the model's ``forward`` takes a parameter (:meth:`pp_forward_requirement`):
+        False when no entry class of ``module`` has a ``forward`` that takes it (the engine
+        refuses PP for the model), an :class:`Unresolved` (``draft-exemption``) when that
+        assert can be skipped (for a draft model), True otherwise (or when it cannot be told)."""
+        entries = self.entry_classes(module)
+        req = self.pp_forward_requirement(module.split(".", 1)[0]) if entries else None
+        if req is None or not all(self.forward_accepts(k, req[0]) is False for k in entries):
+            return True
+        if req[1]:
+            names = ", ".join(f"`{k[1]}`" for k in entries)
+            return Unresolved("draft-exemption", f"the engine refuses pipeline parallelism for {names} (its `forward` "
+                              f"takes no `{req[0]}`) except where a test lifts that check (for a speculative "
+                              f"draft model); whether this model runs as one is not read")
+        return False
 
     def refuses_unsupported_models(self, top: str) -> bool:
         """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
@@ -1665,6 +1778,108 @@ class RankFacts:
                 break
         memo[(dirs, top)] = answer
         return answer
+
+    def pp_forward_requirement(self, top: str) -> tuple | None:
+        """``(parameter, exempt)`` when the engine whose top-level package is ``top`` asserts, with
+        pipeline parallelism on, that the model's ``forward`` accepts ``parameter``: a function of
+        a module of ``top`` under the scanned folders (:meth:`_scan_dirs`) binds ``X = "parameter"
+        in inspect.signature(<...>.model.forward).parameters`` in its own body and then ``assert
+        X`` under an ``if`` that holds only under PP (``pp_size > 1``).  SGLang's model runner has
+        it (sglang/srt/model_executor/model_runner.py, ``support_pp``, 0.5.15 and 0.5.23).
+        ``exempt``: the ``assert`` sits under another test too, which can skip it (SGLang 0.5.23
+        lifts it for a draft worker under ``SGLANG_ENABLE_PP_SPEC``).  ``None`` when no such check
+        is found (or a file that may hold one cannot be read)."""
+        memo = self._memo.setdefault("pp-forward", {})
+        dirs = self._scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        memo[(dirs, top)] = answer = None
+        for path, module in self._tree_files(b".forward).parameters") or ():
+            if module != top and not module.startswith(top + "."):
+                continue
+            got = self._parsed(path, module)
+            if got is None:
+                continue
+            for fn in _fast_walk(got[2]):
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found = _forward_requirement(fn)
+                    if found is not None and (answer is None or answer[1] and not found[1]):
+                        answer = found
+        memo[(dirs, top)] = answer
+        return answer
+
+    def entry_classes(self, module: str) -> list | None:
+        """The model classes the engine loads from ``module`` when its registry reads a module
+        attribute of every module of its own package (SGLang's ``import_model_classes`` in
+        sglang/srt/models/registry.py: ``pkgutil.iter_modules`` over the package,
+        ``hasattr(module, "EntryClass")``): the class keys that attribute names (one name, or a
+        list or tuple of names) in ``module``, a sibling of the registry module; ``None`` when the
+        tree reads no such attribute, ``module`` is not such a sibling or does not bind it, or a
+        name cannot be resolved to a class of the analysed code."""
+        top = module.split(".", 1)[0]
+        memo = self._memo.setdefault("entry-attr", {})
+        if top not in memo:
+            found = set()
+            for path, mod in self._tree_files(b"iter_modules(") or ():
+                if mod != top and not mod.startswith(top + "."):
+                    continue
+                got = self._parsed(path, mod)
+                if got is None:
+                    continue
+                for fn in _fast_walk(got[2]):
+                    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        attr = _registry_attribute(fn)
+                        if attr is not None:  # the models are the registry module's siblings
+                            found.add((attr, mod.rsplit(".", 1)[0]))
+            memo[top] = found
+        attr = next((a for a, package in sorted(memo[top]) if module.rsplit(".", 1)[0] == package), None)
+        path = self.ctx.project.path(module) if attr is not None else None
+        if not path or self._bytes(path) is None or attr.encode() not in self._bytes(path):
+            return None
+        got = self._parsed(path, module)
+        if got is None:
+            return None
+        names = None
+        for st in got[2].body:
+            if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in st.targets):
+                v = st.value
+                elts = v.elts if isinstance(v, (ast.List, ast.Tuple)) else [v]
+                names = None if names is not None else [dotted_name(e) for e in elts]  # bound twice: unknown
+                if names is not None and None in names:
+                    return None
+        if not names:
+            return None
+        out = []
+        for name in names:
+            try:
+                out.append(self.r.resolve_class(module, name))
+            except Exception:  # noqa: BLE001  (cannot tell)
+                return None
+        return out if all(k is not None for k in out) else None
+
+    def forward_accepts(self, key, parameter: str) -> bool | None:
+        """Whether the ``forward`` that instances of class ``key`` have (the first class on the MRO
+        that defines it; ``torch.nn.Module``'s, :data:`~pp_attr_lint.facts.MODULE_FORWARD_PARAMETERS`,
+        when none before it does) takes a parameter named ``parameter`` (``**kwargs`` does not
+        count: it is no parameter of that name to ``inspect.signature``); ``None`` when it cannot
+        be told (the MRO is not known, ``forward`` is bound another way, or comes from another
+        class outside the analysed code)."""
+        try:
+            mro = self.r.mro(key)
+        except Exception:  # noqa: BLE001
+            return None
+        for k in mro:
+            if k[0] == EXTERNAL_KEY:
+                if k[1] in F.MODULE_CLASSES:
+                    return parameter in F.MODULE_FORWARD_PARAMETERS
+                continue  # an attribute-less base (object, Protocol, ...): no forward of its own
+            rec = self.r.class_record(k)
+            fwd = rec["methods"].get("forward")
+            if fwd is not None:
+                return parameter in fwd["params"]
+            if "forward" in rec["body_names"] or "forward" in rec["properties"]:
+                return None
+        return None
 
     def registrations(self) -> list:
         """:meth:`Resolver.registrations` of the checked files and of every other file of the

@@ -230,3 +230,92 @@ def test_callers_in_the_engine_a_plugin_imports_count(tmp_path):
                     cwd=root)
         assert r.rc in (0, 1), r.stdout + r.stderr
         assert {(Path(f["filename"]).name, f["code"]) for f in json.loads(r.stdout)} == found
+
+
+RUNNER = """
+    import inspect
+
+
+    class ModelRunner:
+        def __init__(self, model, pp_size, is_draft_worker=False, pp_spec=False):
+            self.model = model
+            self.pp_size = pp_size
+            self.support_pp = "pp_proxy_tensors" in inspect.signature(self.model.forward).parameters
+            if self.pp_size > 1:
+{check}
+"""
+ENTRY_REGISTRY = """
+    import importlib
+    import pkgutil
+
+
+    def import_model_classes(package_name):
+        out = {}
+        package = importlib.import_module(package_name)
+        for _, name, ispkg in pkgutil.iter_modules(package.__path__, package_name + "."):
+            module = importlib.import_module(name)
+            if hasattr(module, "EntryClass"):
+                out[module.EntryClass.__name__] = module.EntryClass
+        return out
+"""
+FORWARD = """
+
+        def forward(self, input_ids, positions{extra}):
+            return input_ids
+
+
+    EntryClass = {name}
+"""
+
+
+def _sglang_shaped(root: Path, check: str) -> None:
+    """An engine whose model runner asserts, under PP, that the model's ``forward`` takes
+    ``pp_proxy_tensors`` (SGLang's ``support_pp``) and whose registry loads each model module's
+    ``EntryClass``; one model without that parameter, one with it."""
+    models = "mysgl/srt/models"
+    _write(root, {
+        "mysgl/__init__.py": "", "mysgl/srt/__init__.py": "", "mysgl/srt/model_executor/__init__.py": "",
+        f"{models}/__init__.py": "",
+        "mysgl/srt/model_executor/model_runner.py": RUNNER.format(check=textwrap.indent(textwrap.dedent(check).strip("\n"), " " * 16)),
+        f"{models}/registry.py": ENTRY_REGISTRY,
+        f"{models}/refused.py": TIED.format(name="RefusedForCausalLM", **NO_PP)
+        + FORWARD.format(name="RefusedForCausalLM", extra=", **kwargs"),
+        f"{models}/accepted.py": TIED.format(name="AcceptedForCausalLM", **NO_PP)
+        + FORWARD.format(name="AcceptedForCausalLM", extra=", pp_proxy_tensors=None"),
+    })
+
+
+def test_a_model_whose_forward_the_engine_refuses_under_pp_is_not_judged_as_one(tmp_path):
+    """SGLang 0.5.15's shape: the assert holds on every PP run, so a model whose ``forward`` takes
+    no ``pp_proxy_tensors`` never runs under PP (its tied-head read is no PP bug); the model that
+    takes it is judged as before."""
+    _sglang_shaped(tmp_path, 'assert self.support_pp, "Pipeline Parallel is not compatible with this model."')
+    found, unjudged = _check(tmp_path, "mysgl")
+    assert found == {("accepted.py", "PPA101")}
+    assert not unjudged
+
+
+def test_a_refusal_that_a_test_can_lift_leaves_the_model_not_judged(tmp_path):
+    """SGLang 0.5.23's shape: the assert is skipped for a draft worker under a flag, so that the
+    model never runs under PP is not established: not reported, and listed as not judged."""
+    _sglang_shaped(tmp_path, """
+        if not (pp_spec and is_draft_worker):
+            assert self.support_pp
+    """)
+    found, unjudged = _check(tmp_path, "mysgl")
+    assert found == {("accepted.py", "PPA101")}
+    assert unjudged == {("refused.py", "PPA101")}
+    r = run_cli("check", "mysgl", "--src", STUBS, "--no-cache", "--show-unresolved", cwd=tmp_path)
+    assert "draft-exemption" in r.stdout and "pp_proxy_tensors" in r.stdout
+
+
+def test_a_refusal_in_a_try_block_is_not_taken(tmp_path):
+    """An assert that a handler around it may swallow refuses nothing: the model is judged."""
+    _sglang_shaped(tmp_path, """
+        try:
+            assert self.support_pp
+        except AssertionError:
+            pass
+    """)
+    found, _ = _check(tmp_path, "mysgl")
+    assert found == {("accepted.py", "PPA101"), ("refused.py", "PPA101")}
