@@ -46,6 +46,15 @@ def _own_nodes(fn, scopes: list | None = None):
         stack.extend(child_nodes(node))
 
 
+def _literal(node) -> bool:
+    """A constant, or a list, tuple or set literal of constants."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return True
+    return isinstance(node, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in node.elts)
+
+
 def _params_dict_call(node) -> bool:
     """``dict(self.named_parameters(...))`` (also ``dict(self.named_parameters(remove_duplicate=False))``)."""
     import ast
@@ -110,8 +119,10 @@ class _Function:
                 if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args \
                         and isinstance(node.args[0], ast.Name):
                     self.guards.append((node.lineno, node.args[0].id, frozenset()))  # params_dict.get(name)
-            elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops):
-                # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`
+            elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
+                    and not all(_literal(c) for c in node.comparators):
+                # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`; a test
+                # against literals (`weight_name in ["w1", "v1"]`) picks a mapping, it tests no key
                 within = frozenset(n.id for c in node.comparators for n in _fast_walk(c) if isinstance(n, ast.Name))
                 self.guards.extend((node.lineno, n.id, within) for n in _fast_walk(node.left) if isinstance(n, ast.Name))
             elif isinstance(node, ast.Try):
@@ -289,9 +300,9 @@ def _judge(lw, methods, module_funcs, lines) -> list:
             if target is None or target.name in helpers:
                 continue
             passed = [k for k, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in dicts]
-            if not passed:
-                continue
             h = _Function(target, target.name, None)
+            if not passed and not (skip_self and h.dicts):
+                continue  # neither handed a parameter dict nor a method that builds its own
             h.dicts |= {h.params[k + skip_self] for k in passed if k + skip_self < len(h.params)}
             helpers[target.name] = h
             funcs.append(h)
@@ -331,16 +342,13 @@ def _judge(lw, methods, module_funcs, lines) -> list:
             return True
         if f is root:
             return False  # load_weights itself: its weights are the whole checkpoint
-        params = [p for p in f.roots(name) if p in f.params]
+        # the parameters the key was computed from (`self` is the receiver, not a name's source)
+        params = sorted(p for p in f.roots(name) if p in f.params and not (p == "self" and f.params[0] == "self"))
         if not params:
             return False
-        for p in params:
-            got = callers_cover(f, f.params.index(p), depth)
-            if got is None:
-                return True  # not followed: silent
-            if not got:
-                return False
-        return True
+        got = [callers_cover(f, f.params.index(p), depth) for p in params]
+        # any parameter not followed: silent (whatever the order the names come in)
+        return any(g is None for g in got) or all(got)
 
     for f in funcs:
         f.checked_by_callee(f.all_dicts())

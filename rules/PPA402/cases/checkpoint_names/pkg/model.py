@@ -140,3 +140,67 @@ class StackedModel(nn.Module):
                 param = params_dict[name]
                 param.weight_loader(param, w)
                 break
+
+
+class MappedModel(nn.Module):
+    """A membership test against literals picks a mapping (vLLM 0.21.0 DbrxModel's
+    `"w13" if weight_name in ["w1", "v1"] else "w2"`): it tests no checkpoint name against this
+    rank's parameters, so the KV-cache scale lookup after it is not covered."""
+
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.quant_config = QuantConfig()
+        self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: DecoderLayer(prefix))
+
+    def load_weights(self, weights):
+        mapping = [("qkv_proj" if weight_name in ["q_proj", "k_proj"] else "o_proj", weight_name)
+                   for weight_name in ["q_proj", "k_proj", "o_proj"]]
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            if scale_name := self.quant_config.get_cache_scale(name):
+                # ruleid: PPA402
+                param = params_dict[scale_name]
+                param.weight_loader(param, loaded_weight)
+                continue
+            for param_name, weight_name in mapping:
+                if weight_name not in name:
+                    continue
+                name = name.replace(weight_name, param_name)
+                if is_pp_missing_parameter(name, self):
+                    continue
+                # ok: PPA402
+                param = params_dict[name]
+                param.weight_loader(param, loaded_weight)
+
+
+class SplitLoaderModel(nn.Module):
+    """`load_weights` hands the checkpoint to a method that builds its own parameter dict (vLLM
+    0.21.0 GraniteMoeModel's `_load_weights`)."""
+
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: DecoderLayer(prefix))
+
+    def _load_weights(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            # ruleid: PPA402
+            param = params_dict[name]
+            param.weight_loader(param, loaded_weight)
+
+    def _load_weights_checked(self, weights):
+        params_dict = dict(self.named_parameters())
+        for name, loaded_weight in weights:
+            if is_pp_missing_parameter(name, self):
+                continue
+            # ok: PPA402
+            param = params_dict[name]
+            param.weight_loader(param, loaded_weight)
+
+    def load_weights(self, weights):
+        renamed = {name.replace(".q_proj.", ".qkv_proj."): w for name, w in weights}
+        return self._load_weights(renamed.items())
+
+    def load_weights_fixed(self, weights):
+        renamed = {name.replace(".q_proj.", ".qkv_proj."): w for name, w in weights}
+        return self._load_weights_checked(renamed.items())
