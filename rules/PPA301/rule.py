@@ -288,7 +288,7 @@ class SkippedInitAttribute(Rule):
                     continue
                 for sub in self._subclasses(ctx, base):
                     missing = [m for b, _, ms in self.skipped(ctx, sub) for m in ms]
-                    if read["attr"] in missing:
+                    if read["attr"] in missing and not self._failed_before(ctx, read, chain, set(missing)):
                         recv = ".".join(chain)
                         message = (f"`{recv}` is typed as `{base[1]}`, but its subclass `{sub[1]}` skips the `__init__` "
                                    f"that sets `{read['attr']}` and never sets it: reading `{recv}.{read['attr']}` "
@@ -306,6 +306,60 @@ class SkippedInitAttribute(Rule):
                     continue
                 break
         return out
+
+    def _failed_before(self, ctx, read, chain, lacking: set) -> bool:
+        """Whether a statement of the read's function that runs before it on every path (a simple
+        statement of the function's own body, ahead of the one holding the read) reads another
+        attribute in ``lacking`` through the same receiver ``chain``, with nothing rebinding the
+        receiver in between: with a value of that subclass the function raises there, and the read
+        never runs (SGLang 0.5.15 `HostKVCache.__init__` reads `device_pool.store_dtype` first)."""
+        import ast
+
+        from pp_attr_lint.index.summary import ref_chain
+
+        memo = ctx.shared.setdefault(("PPA301", "trees"), {})
+        path = ctx.file.path
+        if path not in memo:
+            try:
+                memo[path] = ast.parse(read_source(path).text)
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                memo[path] = None
+        tree = memo[path]
+        fn = next((n for n in _fast_walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and n.lineno == read["function"]), None) if tree is not None else None
+        if fn is None:
+            return False
+        chain = tuple(chain)
+        lazy = (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp, ast.FunctionDef,
+                ast.AsyncFunctionDef, ast.ClassDef)
+
+        def evaluated(node):
+            """The nodes of a simple statement that always run (not in a lambda, comprehension,
+            the branches of a conditional expression or the later operands of `and` / `or`)."""
+            todo = [node]
+            while todo:
+                n = todo.pop()
+                yield n
+                if isinstance(n, ast.IfExp):
+                    todo.append(n.test)
+                elif isinstance(n, ast.BoolOp):
+                    todo.append(n.values[0])
+                elif not isinstance(n, lazy):
+                    todo.extend(ast.iter_child_nodes(n))
+
+        failed = False
+        for st in fn.body:
+            if st.lineno <= read["line"] <= st.end_lineno:
+                return failed
+            stores = [n for n in _fast_walk(st) if isinstance(getattr(n, "ctx", None), (ast.Store, ast.Del))]
+            if any(ref_chain(n) is not None and chain[:len(ref_chain(n))] == ref_chain(n) for n in stores):
+                failed = False  # the receiver (or what holds it) is bound anew
+                continue
+            if isinstance(st, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Assert)):
+                if any(isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and n.attr in lacking
+                       and n.attr != read["attr"] and ref_chain(n.value) == chain for n in evaluated(st)):
+                    failed = True
+        return False
 
     def _subclasses(self, ctx, base):
         from pp_attr_lint.resolve import Unresolved
