@@ -9,6 +9,7 @@ import re
 
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 _FACTORY = "make_empty_intermediate_tensors_factory"
 _CONTAINER = "IntermediateTensors"
@@ -33,12 +34,10 @@ def _str_keys(node):
     return out
 
 
-def _calls(fn, name):
+def _is_call_of(n, name) -> bool:
     import ast
 
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Call) and (getattr(n.func, "id", None) == name or getattr(n.func, "attr", None) == name):
-            yield n
+    return isinstance(n, ast.Call) and (getattr(n.func, "id", None) == name or getattr(n.func, "attr", None) == name)
 
 
 def _class_facts(c, lines) -> dict | None:
@@ -49,7 +48,7 @@ def _class_facts(c, lines) -> dict | None:
     alloc = None
     init = methods.get("__init__")
     if init is not None:
-        for n in ast.walk(init):
+        for n in _fast_walk(init):
             if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == F.PP_HOOK
                                                  and isinstance(t.value, ast.Name) and t.value.id == "self"
                                                  for t in n.targets):
@@ -60,7 +59,7 @@ def _class_facts(c, lines) -> dict | None:
                     return None  # forwarded from another module, or computed
     hook = methods.get(F.PP_HOOK)
     if hook is not None:
-        rets = [n for n in ast.walk(hook) if isinstance(n, ast.Return) and n.value is not None]
+        rets = [n for n in _fast_walk(hook) if isinstance(n, ast.Return) and n.value is not None]
         if len(rets) == 1 and isinstance(rets[0].value, ast.Call) and getattr(rets[0].value.func, "id", None) == _CONTAINER \
                 and rets[0].value.args:
             alloc = _str_keys(rets[0].value.args[0])
@@ -73,20 +72,25 @@ def _class_facts(c, lines) -> dict | None:
     if fwd is None:
         return None
     sent, reads, known = [], [], True
-    for call in _calls(fwd, _CONTAINER):
-        keys = _str_keys(call.args[0]) if call.args else None
-        if keys is None:
-            known = False  # `**spread` or built elsewhere: the sent keys are not all known
-            continue
-        sent += keys
-    for n in ast.walk(fwd):
-        if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "intermediate_tensors" \
+    uses, none_tested = [], set()
+    for n in _fast_walk(fwd):  # one walk, in ast.walk's order
+        if _is_call_of(n, _CONTAINER):
+            keys = _str_keys(n.args[0]) if n.args else None
+            if keys is None:
+                known = False  # `**spread` or built elsewhere: the sent keys are not all known
+            else:
+                sent += keys
+        elif isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == "intermediate_tensors" \
                 and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
             reads.append((n.slice.value, n))
-    # the receiving side is only fully read when every use of intermediate_tensors is a literal subscript
-    uses = [n for n in ast.walk(fwd) if isinstance(n, ast.Name) and n.id == "intermediate_tensors"]
+        elif isinstance(n, ast.Name) and n.id == "intermediate_tensors":
+            uses.append(n)
+        elif isinstance(n, ast.Compare) and all(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops):
+            none_tested.add(id(n.left))
+    # the receiving side is only fully read when every use of intermediate_tensors is a literal
+    # subscript or the operand of `is None` / `is not None`
     subscripted = {id(r[1].value) for r in reads}
-    reads_known = all(id(u) in subscripted or _is_none_test(fwd, u) for u in uses)
+    reads_known = all(id(u) in subscripted or id(u) in none_tested for u in uses)
 
     def pos(node):
         return [node.lineno, lines.col(node.lineno, node.col_offset), node.end_lineno,
@@ -95,17 +99,6 @@ def _class_facts(c, lines) -> dict | None:
     return {"alloc": [[k, *pos(n)] for k, n in alloc], "alloc_at": pos(alloc_at),
             "sent": [[k, *pos(n)] for k, n in sent] if sent else [], "sent_known": known and bool(sent),
             "reads": [[k, *pos(n)] for k, n in reads], "reads_known": reads_known}
-
-
-def _is_none_test(fn, name_node) -> bool:
-    """Whether ``name_node`` is the operand of ``is None`` / ``is not None`` or of an ``assert``
-    (``assert intermediate_tensors is not None``), which reads no key."""
-    import ast
-
-    for n in ast.walk(fn):
-        if isinstance(n, ast.Compare) and n.left is name_node and all(isinstance(o, (ast.Is, ast.IsNot)) for o in n.ops):
-            return True
-    return False
 
 
 _FACTORY_CALL = re.compile(rb"make_empty_intermediate_tensors_factory\s*\(\s*([\[(])")
@@ -645,16 +638,18 @@ class IntermediateTensorKeys(Rule):
                             out.append(self.finding(
                                 ctx, *p, f"`{cls}` allocates {k!r} for what it receives from the previous "
                                 f"pipeline-parallel rank, but its `forward` never sends (nor reads) it: a model "
-                                f"runner that fills every allocated key from what it received (vLLM's XPU runner, "
-                                f"vLLM PR 55913) raises KeyError on every rank > 0; the v1 GPU and CPU runners copy "
-                                f"only the received keys and pass.",
+                                f"runner that fills every allocated key from what it received raises KeyError on "
+                                f"every rank > 0 (vLLM's Model Runner V2, `vllm/v1/worker/gpu/model_runner.py`, "
+                                f"chosen with `VLLM_USE_V2_MODEL_RUNNER=1`; the XPU runner, vLLM PR 55913); the "
+                                f"default v1 GPU and CPU runners copy only the received keys and pass.",
                                 [f"allocated: {', '.join(sorted(allocated))}; sent on ranks that are not last: "
                                  f"{', '.join(sorted(sent))}; read on ranks that are not first: "
                                  f"{', '.join(sorted(read)) or 'none'}"],
                                 help=f"Allocate only the keys that are sent: drop {k!r} from "
                                      f"`make_empty_intermediate_tensors` (or send it)",
                                 witness={"ranks": "every pipeline-parallel rank but the first, on a model runner "
-                                                  "that fills every allocated key (vLLM's XPU runner)",
+                                                  "that fills every allocated key (vLLM's Model Runner V2, "
+                                                  "VLLM_USE_V2_MODEL_RUNNER=1; the XPU runner)",
                                          "config": {}}))
         return out
 
