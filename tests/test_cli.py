@@ -330,7 +330,6 @@ EXPECTED_021 = [
     "vllm/model_executor/models/gpt_j.py:261:25 PPA402",
     "vllm/model_executor/models/gpt_oss.py:583:24 PPA102",
     "vllm/model_executor/models/granite.py:341:25 PPA402",
-    "vllm/model_executor/models/granitemoe.py:372:25 PPA402",
     "vllm/model_executor/models/granitemoehybrid.py:444:21 PPA402",
     "vllm/model_executor/models/granitemoehybrid.py:458:21 PPA402",
     "vllm/model_executor/models/grok1.py:555:25 PPA402",

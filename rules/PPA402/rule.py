@@ -300,9 +300,9 @@ def _judge(lw, methods, module_funcs, lines) -> list:
             if target is None or target.name in helpers:
                 continue
             passed = [k for k, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in dicts]
+            if not passed:
+                continue
             h = _Function(target, target.name, None)
-            if not passed and not (skip_self and h.dicts):
-                continue  # neither handed a parameter dict nor a method that builds its own
             h.dicts |= {h.params[k + skip_self] for k in passed if k + skip_self < len(h.params)}
             helpers[target.name] = h
             funcs.append(h)
@@ -403,7 +403,13 @@ class UnownedParameterLoad(Rule):
         except Exception:  # noqa: BLE001  (cannot tell: judge it)
             pass
         out = []
+        rf = ranks.RankFacts.of(ctx)
         for cls, line, col, end_line, end_col, dname, key, func, quant in facts["lookups"]:
+            verdict = rf.refusal_verdict(self.code, cls, line, col)
+            if verdict is not None:
+                if verdict != "skip":
+                    out.append(verdict)
+                continue
             where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
             message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
                        f"parameters without skipping the layers another pipeline-parallel rank owns: "

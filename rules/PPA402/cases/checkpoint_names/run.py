@@ -2,7 +2,7 @@
 
 from types import SimpleNamespace
 
-from pkg.model import AllLayersModel, HelperModel, MappedModel, SplitLoaderModel, StackedModel, TextModel
+from pkg.model import AllLayersModel, HelperModel, MappedModel, StackedModel, TextModel
 
 CONFIG = SimpleNamespace()
 ATTN = [(f"layers.{i}.self_attn.q_proj.weight", 1.0) for i in range(4)]
@@ -41,13 +41,5 @@ def mapped_kv_cache_scales():
     MappedModel(CONFIG).load_weights(ATTN + SCALES)
 
 
-def split_loader():
-    SplitLoaderModel(CONFIG).load_weights(ATTN)
-
-
-def split_loader_fixed():
-    SplitLoaderModel(CONFIG).load_weights_fixed(ATTN)
-
-
 PROBES = [kv_cache_scales, attention_weights, nested_helper, nested_helpers_checked, all_layers, stacked, stacked_fixed,
-          mapped_kv_cache_scales, split_loader, split_loader_fixed]
+          mapped_kv_cache_scales]

@@ -172,35 +172,3 @@ class MappedModel(nn.Module):
                 param = params_dict[name]
                 param.weight_loader(param, loaded_weight)
 
-
-class SplitLoaderModel(nn.Module):
-    """`load_weights` hands the checkpoint to a method that builds its own parameter dict (vLLM
-    0.21.0 GraniteMoeModel's `_load_weights`)."""
-
-    def __init__(self, config, prefix=""):
-        super().__init__()
-        self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: DecoderLayer(prefix))
-
-    def _load_weights(self, weights):
-        params_dict = dict(self.named_parameters())
-        for name, loaded_weight in weights:
-            # ruleid: PPA402
-            param = params_dict[name]
-            param.weight_loader(param, loaded_weight)
-
-    def _load_weights_checked(self, weights):
-        params_dict = dict(self.named_parameters())
-        for name, loaded_weight in weights:
-            if is_pp_missing_parameter(name, self):
-                continue
-            # ok: PPA402
-            param = params_dict[name]
-            param.weight_loader(param, loaded_weight)
-
-    def load_weights(self, weights):
-        renamed = {name.replace(".q_proj.", ".qkv_proj."): w for name, w in weights}
-        return self._load_weights(renamed.items())
-
-    def load_weights_fixed(self, weights):
-        renamed = {name.replace(".q_proj.", ".qkv_proj."): w for name, w in weights}
-        return self._load_weights_checked(renamed.items())
