@@ -310,8 +310,8 @@ class SkippedInitAttribute(Rule):
     def _failed_before(self, ctx, read, chain, lacking: set) -> bool:
         """Whether a statement of the read's function that runs before it on every path (a simple
         statement of the function's own body, ahead of the one holding the read) reads another
-        attribute in ``lacking`` through the same receiver ``chain``, with nothing rebinding the
-        receiver in between: with a value of that subclass the function raises there, and the read
+        attribute in ``lacking`` through the same receiver ``chain`` (a local name), with nothing
+        rebinding it in between: with a value of that subclass the function raises there, and the read
         never runs (SGLang 0.5.15 `HostKVCache.__init__` reads `device_pool.store_dtype` first)."""
         import ast
 
@@ -327,15 +327,16 @@ class SkippedInitAttribute(Rule):
         tree = memo[path]
         fn = next((n for n in _fast_walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and n.lineno == read["function"]), None) if tree is not None else None
-        if fn is None:
-            return False
+        if fn is None or len(chain) != 1:
+            return False  # an attribute chain (`self.pool`) may be rebound by any call in between
         chain = tuple(chain)
         lazy = (ast.Lambda, ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp, ast.FunctionDef,
                 ast.AsyncFunctionDef, ast.ClassDef)
 
         def evaluated(node):
             """The nodes of a simple statement that always run (not in a lambda, comprehension,
-            the branches of a conditional expression or the later operands of `and` / `or`)."""
+            an assert's message, a local annotation, the branches of a conditional expression,
+            the later operands of `and` / `or` or of a chained comparison)."""
             todo = [node]
             while todo:
                 n = todo.pop()
@@ -344,6 +345,12 @@ class SkippedInitAttribute(Rule):
                     todo.append(n.test)
                 elif isinstance(n, ast.BoolOp):
                     todo.append(n.values[0])
+                elif isinstance(n, ast.Compare):
+                    todo += [n.left, n.comparators[0]]
+                elif isinstance(n, ast.Assert):
+                    todo.append(n.test)
+                elif isinstance(n, ast.AnnAssign):
+                    todo += [x for x in (n.target, n.value) if x is not None]
                 elif not isinstance(n, lazy):
                     todo.extend(ast.iter_child_nodes(n))
 
