@@ -86,6 +86,10 @@ PP_HOOK = "make_empty_intermediate_tensors"
 # no named parameter but ``input`` (a class ``__getattr__`` is never asked for it)
 MODULE_CLASSES = ("torch.nn.Module", "torch.nn.modules.module.Module")
 MODULE_FORWARD_PARAMETERS = ("input",)
+# decorators whose wrapper keeps the function's signature for ``inspect.signature`` (they wrap with
+# ``functools.wraps``, which sets ``__wrapped__``: torch/utils/_contextlib.py, torch 2.x), written
+# as called decorators (``@torch.no_grad()``)
+SIGNATURE_KEEPING_DECORATORS = ("torch.no_grad", "torch.inference_mode", "torch.enable_grad")
 
 # attributes that every torch.nn.Module instance has (torch 2.x, torch/nn/modules/module.py), so
 # reading them on a placeholder does not raise

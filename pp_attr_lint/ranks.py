@@ -883,7 +883,7 @@ def _pp_only_test(node: ast.AST) -> bool:
 
 
 def _signature_test(value: ast.AST) -> str | None:
-    """``"p"`` for ``"p" in inspect.signature(<...>.model.forward).parameters`` (``model.forward``)."""
+    """``"p"`` for ``"p" in inspect.signature(self.model.forward).parameters``."""
     if not (isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], ast.In)
             and isinstance(value.left, ast.Constant) and isinstance(value.left.value, str)):
         return None
@@ -891,12 +891,13 @@ def _signature_test(value: ast.AST) -> str | None:
     if not (isinstance(right, ast.Attribute) and right.attr == "parameters" and isinstance(right.value, ast.Call)
             and dotted_name(right.value.func) in ("inspect.signature", "signature") and len(right.value.args) == 1):
         return None
-    chain = ref_chain(right.value.args[0])
-    return value.left.value if chain is not None and chain[-2:] == ("model", "forward") else None
+    return value.left.value if ref_chain(right.value.args[0]) == ("self", "model", "forward") else None
 
 
-def _forward_requirement(fn) -> tuple | None:
-    """``(parameter, exempt)`` of :meth:`RankFacts.pp_forward_requirement` for one function."""
+def _forward_requirement(fn, stores: dict) -> tuple | None:
+    """``(parameter, exempt)`` of :meth:`RankFacts.pp_forward_requirement` for one function;
+    ``stores``: how many times the module binds each target text (a flag bound again, in any
+    function, may make the assert pass: exempt)."""
     bound = {}  # the target's text -> (parameter, line), bound in the function's own body
     for st in fn.body:
         if isinstance(st, ast.Assign) and len(st.targets) == 1:
@@ -906,6 +907,8 @@ def _forward_requirement(fn) -> tuple | None:
     if not bound:
         return None
     best = None
+    # a `return` before the assert can skip it (one in a nested function is not told apart)
+    returns = [n.lineno for n in _fast_walk(fn) if isinstance(n, ast.Return)]
 
     def visit(body, conds, plain):
         nonlocal best
@@ -925,7 +928,8 @@ def _forward_requirement(fn) -> tuple | None:
                 negated = [t for t, pos in conds if not pos and _pp_only_test(t)]
                 if negated:
                     continue
-                found = (hit[0], len(atoms) > len(gates) or any(not pos for _t, pos in conds))
+                skipped = stores.get(ast.unparse(st.test), 0) > 1 or any(r < st.lineno for r in returns)
+                found = (hit[0], skipped or len(atoms) > len(gates) or any(not pos for _t, pos in conds))
                 if best is None or best[1] and not found[1]:
                     best = found
             elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -1213,15 +1217,23 @@ class RankFacts:
         return answer
 
     def _scan_paths(self, dirs: tuple) -> list:
-        """``(path, module)`` of every ``.py`` file of ``dirs`` (see :meth:`_scan_dirs`)."""
+        """``(path, module)`` of every ``.py`` file of ``dirs`` (see :meth:`_scan_dirs`); each
+        folder's stat is recorded, so that a file added or removed there changes what a cached
+        run depended on."""
         import os
 
         memo = self._memo.setdefault("scan-paths", {})
+        touched = self.ctx.project.touched
         out = []
         for folder, prefix in dirs:
             if (folder, prefix) not in memo:
                 got = []
                 for d, subdirs, files in os.walk(folder):
+                    try:
+                        st = os.stat(d)
+                        touched.setdefault(d, (st.st_mtime_ns, st.st_size))
+                    except OSError:
+                        touched.setdefault(d, None)
                     subdirs[:] = sorted(x for x in subdirs if not x.startswith(".") and x != "__pycache__")
                     for n in sorted(files):
                         if n.endswith(".py"):
@@ -1665,12 +1677,11 @@ class RankFacts:
         aphrodite/config/model.py:1366 too), so its code never runs on a rank > 0.  The registry is
         the one of ``module``'s top-level package (:meth:`Resolver.model_registry`, found by its
         place in the tree), plus the ``register_model`` calls of the checked files (a plugin's
-        classes are checked the same way).  For a module no such registry lists, the engine's
-        entry-class registry and its assert on the model's ``forward`` decide
-        (:meth:`_entry_classes_run_under_pp`, SGLang).  True when neither lists the module (RL
-        frameworks, the rule cases) or a registered class cannot be resolved.  Raises
-        :class:`~pp_attr_lint.resolve.Unresolved` (``engine-fact-unknown``, ``draft-exemption``)
-        when whether the engine runs the module's models under PP cannot be established."""
+        classes are checked the same way).  True when no registry lists the module (SGLang, RL
+        frameworks, the rule cases; for SGLang see :meth:`refused_under_pp`) or a registered class
+        cannot be resolved.  Raises :class:`~pp_attr_lint.resolve.Unresolved`
+        (``engine-fact-unknown``) when whether the engine runs the module's models under PP
+        cannot be established; every rule that asks gets the same answer."""
         memo = self._memo.setdefault("pp-modules", {})
         if module in memo:
             if isinstance(memo[module], Unresolved):
@@ -1715,30 +1726,8 @@ class RankFacts:
                                       f"`{F.PP_PROTOCOL}`, and no check in the analysed code refuses pipeline "
                                       "parallelism for such a model")
             raise memo[module]
-        if not registered:
-            ok = self._entry_classes_run_under_pp(module)
-            if isinstance(ok, Unresolved):
-                memo[module] = ok
-                raise ok
         memo[module] = ok
         return ok
-
-    def _entry_classes_run_under_pp(self, module: str):
-        """For an engine that loads a module's entry classes (:meth:`entry_classes`) and asserts
-        under PP that the model's ``forward`` takes a parameter (:meth:`pp_forward_requirement`):
-        False when no entry class of ``module`` has a ``forward`` that takes it (the engine
-        refuses PP for the model), an :class:`Unresolved` (``draft-exemption``) when that
-        assert can be skipped (for a draft model), True otherwise (or when it cannot be told)."""
-        entries = self.entry_classes(module)
-        req = self.pp_forward_requirement(module.split(".", 1)[0]) if entries else None
-        if req is None or not all(self.forward_accepts(k, req[0]) is False for k in entries):
-            return True
-        if req[1]:
-            names = ", ".join(f"`{k[1]}`" for k in entries)
-            return Unresolved("draft-exemption", f"the engine refuses pipeline parallelism for {names} (its `forward` "
-                              f"takes no `{req[0]}`) except where a test lifts that check (for a speculative "
-                              f"draft model); whether this model runs as one is not read")
-        return False
 
     def refuses_unsupported_models(self, top: str) -> bool:
         """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
@@ -1783,12 +1772,13 @@ class RankFacts:
         """``(parameter, exempt)`` when the engine whose top-level package is ``top`` asserts, with
         pipeline parallelism on, that the model's ``forward`` accepts ``parameter``: a function of
         a module of ``top`` under the scanned folders (:meth:`_scan_dirs`) binds ``X = "parameter"
-        in inspect.signature(<...>.model.forward).parameters`` in its own body and then ``assert
+        in inspect.signature(self.model.forward).parameters`` in its own body and then ``assert
         X`` under an ``if`` that holds only under PP (``pp_size > 1``).  SGLang's model runner has
         it (sglang/srt/model_executor/model_runner.py, ``support_pp``, 0.5.15 and 0.5.23).
-        ``exempt``: the ``assert`` sits under another test too, which can skip it (SGLang 0.5.23
-        lifts it for a draft worker under ``SGLANG_ENABLE_PP_SPEC``).  ``None`` when no such check
-        is found (or a file that may hold one cannot be read)."""
+        ``exempt``: something can skip the assert or make it pass: another test around it (SGLang
+        0.5.23 lifts it for a draft worker under ``SGLANG_ENABLE_PP_SPEC``), a ``return`` before
+        it, or ``X`` bound again in the module.  ``None`` when no such check is found (or a file
+        that may hold one cannot be read)."""
         memo = self._memo.setdefault("pp-forward", {})
         dirs = self._scan_dirs()
         if (dirs, top) in memo:
@@ -1800,13 +1790,83 @@ class RankFacts:
             got = self._parsed(path, module)
             if got is None:
                 continue
+            stores: dict = {}
+            for n in _fast_walk(got[2]):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+                    n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) else []
+                for t in targets:
+                    stores[ast.unparse(t)] = stores.get(ast.unparse(t), 0) + 1
             for fn in _fast_walk(got[2]):
                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    found = _forward_requirement(fn)
+                    found = _forward_requirement(fn, stores)
                     if found is not None and (answer is None or answer[1] and not found[1]):
                         answer = found
         memo[(dirs, top)] = answer
         return answer
+
+    def refused_under_pp(self, module: str, cls: str | None) -> bool:
+        """Whether the engine never runs class ``cls`` of ``module`` under PP: ``cls`` is an entry
+        class of its module (:meth:`entry_classes`), the engine asserts under PP that the model's
+        ``forward`` takes a parameter (:meth:`pp_forward_requirement`), ``cls``'s ``forward``
+        does not (:meth:`forward_accepts`), and no other code names ``cls`` (a subclass, a wrapper
+        that builds it, in any file of the tree or outside ``cls``'s own body in its module).
+        False when any of it does not hold or cannot be told (the class is judged).  Raises
+        :class:`~pp_attr_lint.resolve.Unresolved` (``pp-refusal-unsure``) when the check can be
+        skipped (a test around the assert, an early ``return``, the flag bound twice) or other
+        code names the class: that it never runs under PP is not established."""
+        if cls is None or "." in cls:
+            return False
+        entries = self.entry_classes(module)
+        if not entries or (module, cls) not in entries:
+            return False
+        req = self.pp_forward_requirement(module.split(".", 1)[0])
+        if req is None or self.forward_accepts((module, cls), req[0]) is not False:
+            return False
+        why = None
+        if req[1]:
+            why = "a test around the engine's check can skip it (for a speculative draft model)"
+        elif self._named_elsewhere(module, cls):
+            why = f"other code of the analysed tree names `{cls}` (a subclass, or a model that builds it)"
+        if why is not None:
+            raise Unresolved("pp-refusal-unsure", f"the engine refuses pipeline parallelism for `{cls}` (its "
+                             f"`forward` takes no `{req[0]}`), but {why}: that it never runs under PP is not "
+                             f"established")
+        return True
+
+    def refusal_verdict(self, code: str, cls: str | None, row: int, col: int):
+        """For a rule about to report a line of class ``cls`` in this file: ``"skip"`` when the
+        engine never runs the class under PP (:meth:`refused_under_pp`), a
+        :class:`~pp_attr_lint.model.NotJudged` record at ``(row, col)`` (0-based column) when
+        that cannot be established, ``None`` when the line is judged as usual."""
+        try:
+            return "skip" if self.refused_under_pp(self.ctx.module, cls) else None
+        except Unresolved as e:
+            from .model import NotJudged
+
+            return NotJudged(code=code, reason=e.reason, path=self.ctx.file.path, row=row, column=col + 1,
+                             detail=e.detail)
+
+    def _named_elsewhere(self, module: str, cls: str) -> bool:
+        """Whether a file of the tree other than ``module``'s names ``cls`` as a word, or
+        ``module`` does outside ``cls``'s own class body and the entry attribute's binding."""
+        import re
+
+        word = re.compile(rb"\b" + re.escape(cls.encode()) + rb"\b")
+        own = self.ctx.project.path(module)
+        for path, _mod in self._tree_files(cls.encode()) or ():
+            if path != own and word.search(self._bytes(path) or b""):
+                return True
+        got = self._parsed(own, module) if own and self._bytes(own) is not None else None
+        if got is None:
+            return True
+        tree, lines = got[2], got[3]
+        allowed = set()
+        for st in tree.body:
+            if isinstance(st, ast.ClassDef) and st.name == cls or isinstance(st, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id in {a for a, _p in self._memo.get("entry-attr", {}).get(
+                        module.split(".", 1)[0], ())} for t in st.targets):
+                allowed.update(range(st.lineno, st.end_lineno + 1))
+        return any(word.search(text.encode()) for k, text in enumerate(lines.lines, 1) if k not in allowed)
 
     def entry_classes(self, module: str) -> list | None:
         """The model classes the engine loads from ``module`` when its registry reads a module
@@ -1839,15 +1899,24 @@ class RankFacts:
         got = self._parsed(path, module)
         if got is None:
             return None
-        names = None
+        import re
+
+        names, binding = None, None
         for st in got[2].body:
             if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in st.targets):
+                if names is not None:
+                    return None  # bound twice: which binding the registry reads depends on the run
                 v = st.value
                 elts = v.elts if isinstance(v, (ast.List, ast.Tuple)) else [v]
-                names = None if names is not None else [dotted_name(e) for e in elts]  # bound twice: unknown
-                if names is not None and None in names:
+                names, binding = [dotted_name(e) for e in elts], st
+                if None in names:
                     return None
         if not names:
+            return None
+        # the attribute named anywhere else (bound in a branch, appended to, extended): not read
+        text = "".join(got[3].lines[binding.lineno - 1:binding.end_lineno]).encode()
+        word = re.compile(rb"\b" + re.escape(attr.encode()) + rb"\b")
+        if len(word.findall(self._bytes(path))) != len(word.findall(text)):
             return None
         out = []
         for name in names:
@@ -1873,12 +1942,25 @@ class RankFacts:
                 if k[1] in F.MODULE_CLASSES:
                     return parameter in F.MODULE_FORWARD_PARAMETERS
                 continue  # an attribute-less base (object, Protocol, ...): no forward of its own
-            rec = self.r.class_record(k)
-            fwd = rec["methods"].get("forward")
-            if fwd is not None:
-                return parameter in fwd["params"]
-            if "forward" in rec["body_names"] or "forward" in rec["properties"]:
-                return None
+            path = self.ctx.project.path(k[0])
+            got = self._parsed(path, k[0]) if path and self._bytes(path) is not None else None
+            node = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == k[1]), None) if got else None
+            if node is None:
+                return None  # a nested class, or a file that does not parse
+            for n in _fast_walk(node):
+                if isinstance(n, ast.Attribute) and n.attr == "forward" and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    return None  # `self.forward = ...`: an instance's own
+            own = [n for n in node.body if getattr(n, "name", None) == "forward" or isinstance(n, (ast.Assign, ast.AnnAssign))
+                   and "forward" in {getattr(t, "id", None) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])}]
+            if not own:
+                continue  # (a `__getattr__` is never asked for it: torch's Module.forward comes first)
+            fwd = own[-1]
+            if not isinstance(fwd, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(own) > 1 or any(
+                    not (isinstance(d, ast.Call) and dotted_name(d.func) in F.SIGNATURE_KEEPING_DECORATORS
+                         and not d.args and not d.keywords) for d in fwd.decorator_list):
+                return None  # bound another way, defined twice, or wrapped by what may change its signature
+            a = fwd.args
+            return parameter in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
         return None
 
     def registrations(self) -> list:

@@ -30,9 +30,9 @@ REASONS: dict[str, tuple[str, str]] = {
     "recursion-limit": ("a class hierarchy or receiver chain too deep to follow", ""),
     "stage-guard": ("a test on the line's path names the pipeline stage in a way that is not read (which stages "
                     "run the line cannot be told)", "a test of `start_layer == 0` or `is_first_rank` around it"),
-    "draft-exemption": ("the engine refuses pipeline parallelism for the model (its `forward` lacks the parameter "
-                        "the engine requires under PP), except where a test lifts that check (for a speculative "
-                        "draft model); whether the model runs as one is not read", ""),
+    "pp-refusal-unsure": ("the engine refuses pipeline parallelism for the model (its `forward` lacks the parameter "
+                          "the engine requires under PP), but that it never runs under PP is not established (a test "
+                          "can skip the check, for a speculative draft model; or other code names the class)", ""),
     "engine-fact-unknown": ("a fact about the engine that decides the verdict is not in the analysed code (that "
                             "it refuses pipeline parallelism for a registered model without SupportsPP)",
                             "`--src DIR` with the engine's sources, or `--python PATH` with it installed"),

@@ -8,6 +8,8 @@ import json
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from helpers import REPO, run_cli
 
 STUBS = REPO / "fixtures" / "ppstub"
@@ -268,7 +270,7 @@ FORWARD = """
 """
 
 
-def _sglang_shaped(root: Path, check: str) -> None:
+def _sglang_shaped(root: Path, check: str, extra: dict | None = None) -> None:
     """An engine whose model runner asserts, under PP, that the model's ``forward`` takes
     ``pp_proxy_tensors`` (SGLang's ``support_pp``) and whose registry loads each model module's
     ``EntryClass``; one model without that parameter, one with it."""
@@ -282,6 +284,7 @@ def _sglang_shaped(root: Path, check: str) -> None:
         + FORWARD.format(name="RefusedForCausalLM", extra=", **kwargs"),
         f"{models}/accepted.py": TIED.format(name="AcceptedForCausalLM", **NO_PP)
         + FORWARD.format(name="AcceptedForCausalLM", extra=", pp_proxy_tensors=None"),
+        **(extra or {}),
     })
 
 
@@ -306,7 +309,7 @@ def test_a_refusal_that_a_test_can_lift_leaves_the_model_not_judged(tmp_path):
     assert found == {("accepted.py", "PPA101")}
     assert unjudged == {("refused.py", "PPA101")}
     r = run_cli("check", "mysgl", "--src", STUBS, "--no-cache", "--show-unresolved", cwd=tmp_path)
-    assert "draft-exemption" in r.stdout and "pp_proxy_tensors" in r.stdout
+    assert "pp-refusal-unsure" in r.stdout and "pp_proxy_tensors" in r.stdout
 
 
 def test_a_refusal_in_a_try_block_is_not_taken(tmp_path):
@@ -319,3 +322,62 @@ def test_a_refusal_in_a_try_block_is_not_taken(tmp_path):
     """)
     found, _ = _check(tmp_path, "mysgl")
     assert found == {("accepted.py", "PPA101"), ("refused.py", "PPA101")}
+
+
+PLAIN_ASSERT = 'assert self.support_pp, "Pipeline Parallel is not compatible with this model."'
+
+
+def test_a_refused_class_that_other_code_names_is_not_judged(tmp_path):
+    """A PP-capable entry class of another module subclasses the refused one: the refused class's
+    `__init__` runs under PP there, so its tied-head read is not passed (listed as not judged)."""
+    _sglang_shaped(tmp_path, PLAIN_ASSERT, {"mysgl/srt/models/sub.py": """
+        from .refused import RefusedForCausalLM
+
+
+        class SubForCausalLM(RefusedForCausalLM):
+            def forward(self, input_ids, positions, pp_proxy_tensors=None):
+                return input_ids
+
+
+        EntryClass = SubForCausalLM
+    """})
+    found, unjudged = _check(tmp_path, "mysgl")
+    assert found == {("accepted.py", "PPA101")}
+    assert unjudged == {("refused.py", "PPA101")}
+
+
+@pytest.mark.parametrize("how", ["append", "branch", "early-return", "flag-rebound", "instance-forward",
+                                 "decorated-forward", "other-model"])
+def test_a_refusal_the_tree_does_not_establish_is_not_taken(tmp_path, how):
+    """Ways the refusal does not hold (or cannot be read): the entry attribute extended or bound
+    in a branch, a `return` before the assert or the flag bound again (not judged), a `forward`
+    bound on the instance or wrapped by a decorator, a signature test of another object's
+    `forward` (judged as a PP model)."""
+    check, extra = PLAIN_ASSERT, {}
+    refused = "mysgl/srt/models/refused.py"
+    body = TIED.format(name="RefusedForCausalLM", **NO_PP) + FORWARD.format(name="RefusedForCausalLM",
+                                                                              extra=", **kwargs")
+    if how == "append":
+        body += "\n    EntryClass += []\n"
+    elif how == "branch":
+        body += "\n    if __debug__:\n        EntryClass = RefusedForCausalLM\n"
+    elif how == "early-return":
+        check = "if is_draft_worker:\n    return\n" + PLAIN_ASSERT
+    elif how == "flag-rebound":
+        check = "self.support_pp = self.support_pp or pp_spec\n" + PLAIN_ASSERT
+    elif how == "instance-forward":
+        body = body.replace("            self.model = Inner(config)",
+                            "            self.model = Inner(config)\n            self.forward = self.forward")
+    elif how == "decorated-forward":
+        body = body.replace("        def forward(", "        @staticmethod\n        def forward(")
+    _sglang_shaped(tmp_path, check, extra)
+    if how == "other-model":
+        runner = tmp_path / "mysgl/srt/model_executor/model_runner.py"
+        runner.write_text(runner.read_text().replace("self.model.forward", "self.draft.model.forward"))
+    else:
+        (tmp_path / refused).write_text(textwrap.dedent(body))
+    found, unjudged = _check(tmp_path, "mysgl")
+    if how in ("early-return", "flag-rebound"):
+        assert found == {("accepted.py", "PPA101")} and unjudged == {("refused.py", "PPA101")}
+    else:
+        assert found == {("accepted.py", "PPA101"), ("refused.py", "PPA101")} and not unjudged

@@ -5,6 +5,7 @@ rules are listed or a warm run replays its cached result, and only a real analys
 from __future__ import annotations
 
 from .. import facts as F
+from ..model import Finding
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # the key of ranks.collect's facts in a summary
 NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
 # a file that registers a model (a plugin's `ModelRegistry.register_model(...)`) is read too: its
@@ -58,6 +59,11 @@ class PlaceholderRule:
                                   row=use[5][0], column=use[5][1] + 1,
                                   detail=f"whether `{flag}` refuses pipeline parallelism: no parallel configuration "
                                   f"module of `{ctx.module.split('.', 1)[0]}` was found")
+                if isinstance(f, Finding):
+                    verdict = rf.refusal_verdict(self.code, use[1], use[5][0], use[5][1])
+                    if verdict == "skip":
+                        continue  # a model the engine never runs under pipeline parallelism
+                    f = verdict or f
                 if f is not None:
                     out.append(f)
         return out
