@@ -1773,8 +1773,10 @@ class RankFacts:
         pipeline parallelism on, that the model's ``forward`` accepts ``parameter``: a function of
         a module of ``top`` under the scanned folders (:meth:`_scan_dirs`) binds ``X = "parameter"
         in inspect.signature(self.model.forward).parameters`` in its own body and then ``assert
-        X`` under an ``if`` that holds only under PP (``pp_size > 1``).  SGLang's model runner has
-        it (sglang/srt/model_executor/model_runner.py, ``support_pp``, 0.5.15 and 0.5.23).
+        X`` under an ``if`` that holds only under PP (``pp_size > 1``), in a method of a class that
+        some code of the tree builds (or a function it calls).  SGLang's model runner has it
+        (sglang/srt/model_executor/model_runner.py, ``support_pp``, 0.5.15 and 0.5.23; built in
+        managers/tp_worker.py).
         ``exempt``: something can skip the assert or make it pass: another test around it (SGLang
         0.5.23 lifts it for a draft worker under ``SGLANG_ENABLE_PP_SPEC``), a ``return`` before
         it, or ``X`` bound again in the module.  ``None`` when no such check is found (or a file
@@ -1796,9 +1798,13 @@ class RankFacts:
                     n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) else []
                 for t in targets:
                     stores[ast.unparse(t)] = stores.get(ast.unparse(t), 0) + 1
+            owners = {id(m): c.name for c in _fast_walk(got[2]) if isinstance(c, ast.ClassDef)
+                      for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
             for fn in _fast_walk(got[2]):
                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     found = _forward_requirement(fn, stores)
+                    if found is not None and not self._called(owners.get(id(fn), fn.name)):
+                        found = None  # a runner (or function) no code of the tree builds: dead code
                     if found is not None and (answer is None or answer[1] and not found[1]):
                         answer = found
         memo[(dirs, top)] = answer
@@ -1832,6 +1838,14 @@ class RankFacts:
                              f"`forward` takes no `{req[0]}`), but {why}: that it never runs under PP is not "
                              f"established")
         return True
+
+    def _called(self, name: str) -> bool:
+        """Whether a file of the tree calls ``name(...)`` (builds the class, calls the function)
+        other than where it is defined."""
+        import re
+
+        call = re.compile(rb"(?<!class )(?<!def )\b" + re.escape(name.encode()) + rb"\s*\(")
+        return any(call.search(self._bytes(path) or b"") for path, _m in self._tree_files(name.encode()) or ())
 
     def refusal_verdict(self, code: str, cls: str | None, row: int, col: int):
         """For a rule about to report a line of class ``cls`` in this file: ``"skip"`` when the

@@ -278,6 +278,14 @@ def _sglang_shaped(root: Path, check: str, extra: dict | None = None) -> None:
     _write(root, {
         "mysgl/__init__.py": "", "mysgl/srt/__init__.py": "", "mysgl/srt/model_executor/__init__.py": "",
         f"{models}/__init__.py": "",
+        "mysgl/srt/managers/__init__.py": "",
+        "mysgl/srt/managers/tp_worker.py": """
+            from mysgl.srt.model_executor.model_runner import ModelRunner
+
+
+            def start(model, pp_size):
+                return ModelRunner(model, pp_size)
+        """,
         "mysgl/srt/model_executor/model_runner.py": RUNNER.format(check=textwrap.indent(textwrap.dedent(check).strip("\n"), " " * 16)),
         f"{models}/registry.py": ENTRY_REGISTRY,
         f"{models}/refused.py": TIED.format(name="RefusedForCausalLM", **NO_PP)
@@ -347,12 +355,12 @@ def test_a_refused_class_that_other_code_names_is_not_judged(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["append", "branch", "early-return", "flag-rebound", "instance-forward",
-                                 "decorated-forward", "other-model"])
+                                 "decorated-forward", "other-model", "runner-never-built"])
 def test_a_refusal_the_tree_does_not_establish_is_not_taken(tmp_path, how):
     """Ways the refusal does not hold (or cannot be read): the entry attribute extended or bound
     in a branch, a `return` before the assert or the flag bound again (not judged), a `forward`
     bound on the instance or wrapped by a decorator, a signature test of another object's
-    `forward` (judged as a PP model)."""
+    `forward`, a runner that no code builds (judged as a PP model)."""
     check, extra = PLAIN_ASSERT, {}
     refused = "mysgl/srt/models/refused.py"
     body = TIED.format(name="RefusedForCausalLM", **NO_PP) + FORWARD.format(name="RefusedForCausalLM",
@@ -374,6 +382,8 @@ def test_a_refusal_the_tree_does_not_establish_is_not_taken(tmp_path, how):
     if how == "other-model":
         runner = tmp_path / "mysgl/srt/model_executor/model_runner.py"
         runner.write_text(runner.read_text().replace("self.model.forward", "self.draft.model.forward"))
+    elif how == "runner-never-built":  # the check sits in a class no code builds: dead code
+        (tmp_path / "mysgl/srt/managers/tp_worker.py").unlink()
     else:
         (tmp_path / refused).write_text(textwrap.dedent(body))
     found, unjudged = _check(tmp_path, "mysgl")
