@@ -1245,6 +1245,15 @@ class RankFacts:
             out += memo[(folder, prefix)]
         return out
 
+    def _package_trees(self, top: str, *needles: bytes):
+        """``(module, tree, lines)`` of the files of package ``top`` among :meth:`_tree_files`
+        ``(*needles)`` that parse (another package's code says nothing of this engine)."""
+        for path, module in self._tree_files(*needles) or ():
+            if module == top or module.startswith(top + "."):
+                got = self._parsed(path, module)
+                if got is not None:
+                    yield module, got[2], got[3]
+
     def tree_files(self, *needles: bytes) -> list | None:
         """``(path, module, tree, lines)`` of the ``.py`` files of the analysed tree (the checked
         root and the packages this file imports from outside it) whose bytes hold one of
@@ -1744,13 +1753,7 @@ class RankFacts:
         if (dirs, top) in memo:
             return memo[(dirs, top)]
         memo[(dirs, top)] = answer = False
-        for path, module in self._tree_files(b"pp_supported", b"supports_pp") or ():
-            if module != top and not module.startswith(top + "."):
-                continue  # another package's check says nothing of this engine
-            got = self._parsed(path, module)
-            if got is None:
-                continue
-            _path, _module, tree, lines = got
+        for _module, tree, lines in self._package_trees(top, b"pp_supported", b"supports_pp"):
             for raises in _raise_guards(tree, lines, lambda body: "pp_supported" in body or "supports_pp" in body):
                 if not raises:
                     continue
@@ -1786,21 +1789,16 @@ class RankFacts:
         if (dirs, top) in memo:
             return memo[(dirs, top)]
         memo[(dirs, top)] = answer = None
-        for path, module in self._tree_files(b".forward).parameters") or ():
-            if module != top and not module.startswith(top + "."):
-                continue
-            got = self._parsed(path, module)
-            if got is None:
-                continue
+        for _module, tree, _lines in self._package_trees(top, b".forward).parameters"):
             stores: dict = {}
-            for n in _fast_walk(got[2]):
+            for n in _fast_walk(tree):
                 targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
                     n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) else []
                 for t in targets:
                     stores[ast.unparse(t)] = stores.get(ast.unparse(t), 0) + 1
-            owners = {id(m): c.name for c in _fast_walk(got[2]) if isinstance(c, ast.ClassDef)
+            owners = {id(m): c.name for c in _fast_walk(tree) if isinstance(c, ast.ClassDef)
                       for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            for fn in _fast_walk(got[2]):
+            for fn in _fast_walk(tree):
                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     found = _forward_requirement(fn, stores)
                     if found is not None and not self._called(owners.get(id(fn), fn.name)):
@@ -1894,13 +1892,8 @@ class RankFacts:
         memo = self._memo.setdefault("entry-attr", {})
         if top not in memo:
             found = set()
-            for path, mod in self._tree_files(b"iter_modules(") or ():
-                if mod != top and not mod.startswith(top + "."):
-                    continue
-                got = self._parsed(path, mod)
-                if got is None:
-                    continue
-                for fn in _fast_walk(got[2]):
+            for mod, tree, _lines in self._package_trees(top, b"iter_modules("):
+                for fn in _fast_walk(tree):
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         attr = _registry_attribute(fn)
                         if attr is not None:  # the models are the registry module's siblings
