@@ -1245,6 +1245,12 @@ class RankFacts:
             out += memo[(folder, prefix)]
         return out
 
+    def _module_parsed(self, module: str) -> tuple | None:
+        """:meth:`_parsed` of the file of ``module`` in the project (read once per run);
+        ``None`` when it has none or it cannot be read or parsed."""
+        path = self.ctx.project.path(module)
+        return self._parsed(path, module) if path and self._bytes(path) is not None else None
+
     def _package_trees(self, top: str, *needles: bytes):
         """``(module, tree, lines)`` of the files of package ``top`` among :meth:`_tree_files`
         ``(*needles)`` that parse (another package's code says nothing of this engine)."""
@@ -1845,18 +1851,20 @@ class RankFacts:
         call = re.compile(rb"(?<!class )(?<!def )\b" + re.escape(name.encode()) + rb"\s*\(")
         return any(call.search(self._bytes(path) or b"") for path, _m in self._tree_files(name.encode()) or ())
 
-    def refusal_verdict(self, code: str, cls: str | None, row: int, col: int):
-        """For a rule about to report a line of class ``cls`` in this file: ``"skip"`` when the
+    def unless_refused(self, code: str, cls: str | None, findings: list) -> list:
+        """``findings`` of rule ``code`` on lines of class ``cls`` in this file: none when the
         engine never runs the class under PP (:meth:`refused_under_pp`), a
-        :class:`~pp_attr_lint.model.NotJudged` record at ``(row, col)`` (0-based column) when
-        that cannot be established, ``None`` when the line is judged as usual."""
+        :class:`~pp_attr_lint.model.NotJudged` record at each one's place when that cannot be
+        established, the findings themselves otherwise."""
+        if not findings:
+            return findings
         try:
-            return "skip" if self.refused_under_pp(self.ctx.module, cls) else None
+            return [] if self.refused_under_pp(self.ctx.module, cls) else findings
         except Unresolved as e:
             from .model import NotJudged
 
-            return NotJudged(code=code, reason=e.reason, path=self.ctx.file.path, row=row, column=col + 1,
-                             detail=e.detail)
+            return [NotJudged(code=code, reason=e.reason, path=self.ctx.file.path, row=f.row, column=f.column,
+                              detail=e.detail) for f in findings]
 
     def _named_elsewhere(self, module: str, cls: str) -> bool:
         """Whether a file of the tree other than ``module``'s names ``cls`` as a word, or
@@ -1868,26 +1876,22 @@ class RankFacts:
         for path, _mod in self._tree_files(cls.encode()) or ():
             if path != own and word.search(self._bytes(path) or b""):
                 return True
-        got = self._parsed(own, module) if own and self._bytes(own) is not None else None
+        got = self._module_parsed(module)
         if got is None:
             return True
         tree, lines = got[2], got[3]
+        attr = self._entry_attribute(module)
         allowed = set()
         for st in tree.body:
             if isinstance(st, ast.ClassDef) and st.name == cls or isinstance(st, ast.Assign) and any(
-                    isinstance(t, ast.Name) and t.id in {a for a, _p in self._memo.get("entry-attr", {}).get(
-                        module.split(".", 1)[0], ())} for t in st.targets):
+                    isinstance(t, ast.Name) and t.id == attr for t in st.targets):
                 allowed.update(range(st.lineno, st.end_lineno + 1))
         return any(word.search(text.encode()) for k, text in enumerate(lines.lines, 1) if k not in allowed)
 
-    def entry_classes(self, module: str) -> list | None:
-        """The model classes the engine loads from ``module`` when its registry reads a module
-        attribute of every module of its own package (SGLang's ``import_model_classes`` in
-        sglang/srt/models/registry.py: ``pkgutil.iter_modules`` over the package,
-        ``hasattr(module, "EntryClass")``): the class keys that attribute names (one name, or a
-        list or tuple of names) in ``module``, a sibling of the registry module; ``None`` when the
-        tree reads no such attribute, ``module`` is not such a sibling or does not bind it, or a
-        name cannot be resolved to a class of the analysed code."""
+    def _entry_attribute(self, module: str) -> str | None:
+        """The module attribute the registry of ``module``'s package reads from each of its
+        modules (``"EntryClass"``, :func:`_registry_attribute`), when ``module`` is a sibling of
+        that registry's module; ``None`` otherwise."""
         top = module.split(".", 1)[0]
         memo = self._memo.setdefault("entry-attr", {})
         if top not in memo:
@@ -1899,11 +1903,21 @@ class RankFacts:
                         if attr is not None:  # the models are the registry module's siblings
                             found.add((attr, mod.rsplit(".", 1)[0]))
             memo[top] = found
-        attr = next((a for a, package in sorted(memo[top]) if module.rsplit(".", 1)[0] == package), None)
+        return next((a for a, package in sorted(memo[top]) if module.rsplit(".", 1)[0] == package), None)
+
+    def entry_classes(self, module: str) -> list | None:
+        """The model classes the engine loads from ``module`` when its registry reads a module
+        attribute of every module of its own package (SGLang's ``import_model_classes`` in
+        sglang/srt/models/registry.py: ``pkgutil.iter_modules`` over the package,
+        ``hasattr(module, "EntryClass")``): the class keys that attribute names (one name, or a
+        list or tuple of names) in ``module``, a sibling of the registry module; ``None`` when the
+        tree reads no such attribute, ``module`` is not such a sibling or does not bind it, or a
+        name cannot be resolved to a class of the analysed code."""
+        attr = self._entry_attribute(module)
         path = self.ctx.project.path(module) if attr is not None else None
-        if not path or self._bytes(path) is None or attr.encode() not in self._bytes(path):
-            return None
-        got = self._parsed(path, module)
+        if not path or attr.encode() not in (self._bytes(path) or b""):
+            return None  # (before any parse)
+        got = self._module_parsed(module)
         if got is None:
             return None
         import re
@@ -1949,8 +1963,7 @@ class RankFacts:
                 if k[1] in F.MODULE_CLASSES:
                     return parameter in F.MODULE_FORWARD_PARAMETERS
                 continue  # an attribute-less base (object, Protocol, ...): no forward of its own
-            path = self.ctx.project.path(k[0])
-            got = self._parsed(path, k[0]) if path and self._bytes(path) is not None else None
+            got = self._module_parsed(k[0])
             node = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == k[1]), None) if got else None
             if node is None:
                 return None  # a nested class, or a file that does not parse

@@ -60,11 +60,8 @@ class PlaceholderRule:
                                   detail=f"whether `{flag}` refuses pipeline parallelism: no parallel configuration "
                                   f"module of `{ctx.module.split('.', 1)[0]}` was found")
                 if isinstance(f, Finding):
-                    verdict = rf.refusal_verdict(self.code, use[1], use[5][0], use[5][1])
-                    if verdict == "skip":
-                        continue  # a model the engine never runs under pipeline parallelism
-                    f = verdict or f
-                if f is not None:
+                    out += rf.unless_refused(self.code, use[1], [f])  # none for a model run without PP
+                elif f is not None:
                     out.append(f)
         return out
 

@@ -242,21 +242,6 @@ def _layer_iter(it):
     return _self_attr(it)
 
 
-
-def _unless_refused(ctx, code: str, cls: str, findings: list) -> list:
-    """``findings`` of class ``cls``, or nothing when the engine never runs it under PP, or
-    not-judged records in their place when that cannot be established
-    (:meth:`pp_attr_lint.ranks.RankFacts.refusal_verdict`)."""
-    from pp_attr_lint import ranks
-
-    out = []
-    rf = ranks.RankFacts.of(ctx)
-    for f in findings:
-        verdict = rf.refusal_verdict(code, cls, f.row, f.column - 1)
-        if verdict != "skip":
-            out.append(verdict or f)
-    return out
-
 class _Flow:
     """Which sources each local name may hold on one rank scenario, through one function body;
     ``sends`` maps each reached ``IntermediateTensors({...})`` call to ``{key: sources}``."""
@@ -614,14 +599,15 @@ class IntermediateTensorKeys(Rule):
             return []
         from pp_attr_lint import ranks
 
+        rf = ranks.RankFacts.of(ctx)
         try:
-            if not ranks.RankFacts.of(ctx).module_runs_under_pp(ctx.module):
+            if not rf.module_runs_under_pp(ctx.module):
                 return []
         except Exception:  # noqa: BLE001  (cannot tell: judge it)
             pass
         out = []
         for cls, sends in facts.get("none", {}).items():
-            out += _unless_refused(ctx, self.code, cls, self._none_findings(ctx, cls, sends))
+            out += rf.unless_refused(self.code, cls, self._none_findings(ctx, cls, sends))
         for cls, f in facts.get("keys", {}).items():
             start = len(out)
             allocated = {k for k, *_ in f["alloc"]}
@@ -667,7 +653,7 @@ class IntermediateTensorKeys(Rule):
                                                   "that fills every allocated key (vLLM's Model Runner V2, "
                                                   "VLLM_USE_V2_MODEL_RUNNER=1; the XPU runner)",
                                          "config": {}}))
-            out[start:] = _unless_refused(ctx, self.code, cls, out[start:])
+            out[start:] = rf.unless_refused(self.code, cls, out[start:])
         return out
 
     def _none_findings(self, ctx, cls: str, sends: list) -> list:

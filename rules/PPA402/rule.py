@@ -395,21 +395,16 @@ class UnownedParameterLoad(Rule):
 
         from pp_attr_lint.resolve import Unresolved
 
+        rf = ranks.RankFacts.of(ctx)
         try:
-            if not ranks.RankFacts.of(ctx).module_runs_under_pp(ctx.module):
+            if not rf.module_runs_under_pp(ctx.module):
                 return []  # a registered model that does not support pipeline parallelism
         except Unresolved:
             raise  # whether the engine refuses the model is not known: the file is not judged
         except Exception:  # noqa: BLE001  (cannot tell: judge it)
             pass
         out = []
-        rf = ranks.RankFacts.of(ctx)
         for cls, line, col, end_line, end_col, dname, key, func, quant in facts["lookups"]:
-            verdict = rf.refusal_verdict(self.code, cls, line, col)
-            if verdict is not None:
-                if verdict != "skip":
-                    out.append(verdict)
-                continue
             where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
             message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
                        f"parameters without skipping the layers another pipeline-parallel rank owns: "
@@ -422,14 +417,14 @@ class UnownedParameterLoad(Rule):
                            f"lookup on every path from `load_weights`",
                            "fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
                            "(rank 0 for the last layers, rank > 0 for the first)"]
-            out.append(self.finding(ctx, line, col, end_line, end_col, message, explanation,
+            out += rf.unless_refused(self.code, cls, [self.finding(ctx, line, col, end_line, end_col, message, explanation,
                                     help=f"Skip the names of layers another rank owns before the lookup: "
                                          f"`if is_pp_missing_parameter({key}, self): continue` (`return` in a "
                                          f"helper)",
                                     witness={"ranks": "every pipeline-parallel rank that does not own the weight's "
                                                       "layer",
                                              "config": {"checkpoint holds the tensors the quantization config maps "
-                                                        "(per-layer KV-cache scales)": True} if quant else {}}))
+                                                        "(per-layer KV-cache scales)": True} if quant else {}})])
         return out
 
 
