@@ -246,15 +246,15 @@ class Project:
             if data is None:
                 return None
             self._record(st, *self._examine(data, always=True))
-        if self._fetched is not None:  # resolving ahead in a scan
-            if st.hit or not self._claim(st.digest):
-                return None  # a file the scan summarizes anyway, or another process summarizes it
-            result = summarize_file(data, self.spec, st.path)
-            self._fetched.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
-            return self._apply_result(st, result)
+        if self._fetched is not None and (st.hit or not self._claim(st.digest)):
+            # resolving ahead in a scan: a file the scan summarizes anyway, or another process does
+            return None
         result = summarize_file(data, self.spec, st.path)
-        if self._loaded is not None:
-            self._loaded.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
+        # what another process adopts (see adopt): resolved ahead in a scan, or loaded by checks
+        # in a worker
+        kept = self._fetched if self._fetched is not None else self._loaded
+        if kept is not None:
+            kept.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
         return self._apply_result(st, result)
 
     def sizes(self, states) -> list[int]:
