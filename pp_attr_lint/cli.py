@@ -428,7 +428,7 @@ def _report(args, findings, result, fixed, rules, out) -> None:
     elif fmt == "github":
         out.write(report.to_github(findings))
         if unjudged:
-            out.write(f"::notice title=pp-attr-lint::{report._gh_escape_data(summary_line(unjudged))}\n")
+            out.write(f"::notice title=pp-attr-lint::{report.gh_escape_data(summary_line(unjudged))}\n")
     elif fmt == "sarif":
         out.write(report.to_sarif(findings, rules, unjudged))
     else:

@@ -110,12 +110,12 @@ def to_concise(findings: list[Finding]) -> str:
     )
 
 
-def _gh_escape_data(s: str) -> str:
+def gh_escape_data(s: str) -> str:
     return s.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _gh_escape_prop(s: str) -> str:
-    return _gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
+    return gh_escape_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
 def to_github(findings: list[Finding]) -> str:
@@ -125,7 +125,7 @@ def to_github(findings: list[Finding]) -> str:
     for f in findings:
         props = (f"title={_gh_escape_prop('pp-attr-lint (' + _label(f) + ')')},file={_gh_escape_prop(display_path(f.path))},"
                  f"line={f.row},col={f.column},endLine={f.end_row},endColumn={f.end_column}")
-        lines.append(f"::error {props}::{_gh_escape_data(_label(f) + ' ' + f.message)}\n")
+        lines.append(f"::error {props}::{gh_escape_data(_label(f) + ' ' + f.message)}\n")
     return "".join(lines)
 
 

@@ -276,9 +276,9 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
     rule = parse_rule(text, src, data)
     if memo is not None:
         try:
-            from .workspace.cache import _atomic_write, seal
+            from .workspace.cache import atomic_write, seal
 
-            _atomic_write(memo, seal(marshal.dumps((os.path.abspath(path), data))))
+            atomic_write(memo, seal(marshal.dumps((os.path.abspath(path), data))))
         except (OSError, ValueError):
             pass
     return rule

@@ -168,15 +168,15 @@ def test_a_file_saved_during_a_run_is_read_again_next_time(tmp_path):
     script.write_text(
         "import os, sys\n"
         "from pp_attr_lint.workspace import project as P\n"
-        "read = P._read_bytes\n"
-        "def _read_bytes(path):\n"
+        "read = P.read_file_bytes\n"
+        "def read_file_bytes(path):\n"
         "    data = read(path)\n"
         "    if path.endswith('eagle.py') and not os.path.exists(path + '.saved'):\n"
         "        open(path + '.saved', 'w').close()\n"
         "        with open(path, 'w') as f:  # the user saves an edit while the run reads the file\n"
         f"            f.write(open({str(tmp_path / 'fixed.txt')!r}).read())\n"
         "    return data\n"
-        "P._read_bytes = _read_bytes\n"
+        "P.read_file_bytes = read_file_bytes\n"
         "from pp_attr_lint.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n")
     cache = tmp_path / "cache"

@@ -63,11 +63,11 @@ def fault(step, path):
     if os.environ["FAULT_HOW"] == "folder":
         os.mkdir(target)
 
-read_bytes = P._read_bytes
-def _read_bytes(path):
+read_bytes = P.read_file_bytes
+def read_file_bytes(path):
     fault("read", path)
     return read_bytes(path)
-P._read_bytes = _read_bytes
+P.read_file_bytes = read_file_bytes
 
 summarize = P.summarize_file
 def summarize_file(data, spec, path):
@@ -461,7 +461,7 @@ def test_validate_removes_what_the_engine_left_in_dev_shm(tmp_path, monkeypatch,
         assert left == [before.name, outside.name], left
         assert not list(shm.glob("torch_*_1234_0"))
     finally:
-        runner._kill_active()  # nothing of the fake engine outlives the test, whatever happened
+        runner.kill_active()  # nothing of the fake engine outlives the test, whatever happened
         for f in held_outside:
             f.close()
         for p in shm.glob("torch_*_1234_0"):

@@ -99,7 +99,7 @@ class Scan:
         the file is not wanted (the digest is ``None`` then too), and ``(None, -1, ("error",
         message), [])`` when the file cannot be read."""
         path, named, root = item
-        data = _project._read_bytes(path)  # the project's reader (one place to read a file)
+        data = _project.read_file_bytes(path)  # the project's reader (one place to read a file)
         if isinstance(data, str):
             return (None, -1, ("error", data), [])
         digest, hit = self.project._examine(data, always=named)

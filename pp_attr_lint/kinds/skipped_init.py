@@ -17,7 +17,7 @@ _SELF_ARG = re.compile(rb"\s*self\s*[,)]")
 _LOOK_BACK = 4096  # bytes before `.__init__(` searched for its `super(`
 
 
-def _enclosing_class(data: bytes, pos: int, indent: int):
+def enclosing_class(data: bytes, pos: int, indent: int):
     """The match of :data:`_CLASS_LINE` for the nearest ``class`` line above byte ``pos`` that is
     indented less than ``indent``, or ``None``."""
     k = data.rfind(b"class", 0, pos)
@@ -58,7 +58,7 @@ def may_skip_base_init(data: bytes) -> bool:
         if pos is not None:
             line = data[data.rfind(b"\n", 0, pos) + 1:pos]
             indent = len(line) - len(line.lstrip())
-            owner = _enclosing_class(data, pos, indent)
+            owner = enclosing_class(data, pos, indent)
             if owner is None or name != owner.group(against):
                 return True  # P is not the class itself / X is not its first base
         i = data.find(b".__init__(", i + 1)

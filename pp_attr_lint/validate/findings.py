@@ -36,7 +36,7 @@ import sys
 import tempfile
 
 from . import archmap
-from .environment import EXIT_FAIL, EXIT_OK, _env_error
+from .environment import EXIT_FAIL, EXIT_OK, env_error_of
 from .runner import RunContext, run_arch
 
 _IDENT_TAIL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\W*$")
@@ -186,7 +186,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
     try:
         findings = lint_json(list(args.findings), args.as_module, src, linter=getattr(args, "linter", None))
     except RuntimeError as exc:
-        return _env_error(str(exc), args)
+        return env_error_of(str(exc), args)
     graph = None
     groups: dict[tuple[str, str], list[dict]] = {}
     results: list[dict] = []

@@ -87,7 +87,7 @@ def compiled_root_cause(message: str | None, traceback: str | None, sources=()) 
     return m.group(1), m.group(2), where
 
 
-def _failure(rep: dict, result: dict, timed_out: bool, timeout: float) -> dict:
+def first_failure(rep: dict, result: dict, timed_out: bool, timeout: float) -> dict:
     """The first failure of a run: which rank, the exception, file:line, and the root cause
     (``user_code``: the model frame torch.compile was tracing, for compile errors)."""
     root = rep.get("root_cause") or {}
@@ -125,7 +125,7 @@ def _failure(rep: dict, result: dict, timed_out: bool, timeout: float) -> dict:
             f"exit {rep.get('driver_exit')}", "where": None, "phase": result.get("status"), "root_cause": root.get("message")}
 
 
-def _failure_text(f: dict) -> str:
+def failure_text(f: dict) -> str:
     rank = f"PP rank {f['rank']}: " if f.get("rank") is not None else ""
     where = f" at {f['where']}" if f.get("where") else ""
     msg = " ".join(str(f.get("message") or "").split())
@@ -133,7 +133,7 @@ def _failure_text(f: dict) -> str:
     return f"{rank}{f.get('type')}: {msg}{where}{user}"
 
 
-def _source_import_error(rep: dict, result: dict, sources: list) -> str | None:
+def source_import_error(rep: dict, result: dict, sources: list) -> str | None:
     """A ``--source`` file that failed while being imported (a module-level frame of that file in
     the failure's traceback): the message for exit 2, else None."""
     paths = [os.path.abspath(p) for _m, p in sources]
@@ -158,15 +158,15 @@ def reclassify(rep: dict) -> dict:
             if r.get("rank") == f.get("rank") and r.get("error"):
                 f["user_code"] = user_code_frame(r["error"].get("traceback"))
                 if f["user_code"]:
-                    rep["reason"] = _failure_text(f)
+                    rep["reason"] = failure_text(f)
     if rep.get("outcome") == "FAIL" and rep.get("failure"):
-        known = _known_limit(rep["failure"])
+        known = known_limit(rep["failure"])
         if known:
             rep.update(exit_code=EXIT_UNSUPPORTED, outcome="UNSUPPORTED", reason=f"{known}: {rep.get('reason')}")
     return rep
 
 
-def _known_limit(failure: dict) -> str | None:
+def known_limit(failure: dict) -> str | None:
     """A failure that is a limit of this backend, not of the model code: the ``known_limits``
     of toy_sizes.yaml (regex on ``Type: message``) -> the reason text; None otherwise."""
     from .toy_config import load_rules
@@ -186,7 +186,7 @@ def _in_weight_loading(error: dict) -> bool:
     return any("load_weights" in fn or fn == "load_model" for fn in names)
 
 
-def _build_report(arch: str, pp: int, result: dict, events: list, driver_pid: int, t0: float) -> dict:
+def build_report(arch: str, pp: int, result: dict, events: list, driver_pid: int, t0: float) -> dict:
     """Merge plugin events and the driver result into one per-rank report."""
     ranks = {r: RankReport(rank=r) for r in range(pp)}
     for ev in events:
@@ -252,7 +252,7 @@ def _build_report(arch: str, pp: int, result: dict, events: list, driver_pid: in
     }
 
 
-def _format_text(rep: dict) -> str:
+def format_text(rep: dict) -> str:
     lines = []
     verdict = {EXIT_OK: "PASS", EXIT_FAIL: "FAIL", EXIT_ENV: "CANNOT RUN",
                EXIT_UNSUPPORTED: "UNSUPPORTED"}[rep["exit_code"]]
@@ -312,7 +312,7 @@ def _format_text(rep: dict) -> str:
         lines.append(f"   engine error: {rep['error']['type']}: {rep['error']['message'][:500]}")
     if rep.get("failure"):
         f = rep["failure"]
-        lines.append(f"   failure: {_failure_text(f)}" + (f" (during {f['phase']})" if f.get("phase") else ""))
+        lines.append(f"   failure: {failure_text(f)}" + (f" (during {f['phase']})" if f.get("phase") else ""))
     if rep.get("root_cause"):
         rc = rep["root_cause"]
         lat = f" (reported {rc['latency_s']:.1f} s after it happened)" if rc.get("latency_s") is not None else ""

@@ -16,8 +16,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 
-from .environment import EXIT_ENV, EXIT_FAIL, EXIT_OK, EXIT_UNSUPPORTED, HOOK_MODULE, _HERE, hash_device, validate_cache_dir
-from .report import _build_report, _failure, _failure_text, _known_limit, _source_import_error, reclassify
+from .environment import EXIT_ENV, EXIT_FAIL, EXIT_OK, EXIT_UNSUPPORTED, HOOK_MODULE, HERE, hash_device, validate_cache_dir
+from .report import build_report, first_failure, failure_text, known_limit, source_import_error, reclassify
 
 
 # After a worker reports a fatal error the engine gets this long to fail on its
@@ -104,7 +104,7 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
                 for arch, rep in zip(todo, pool.map(one, todo)):
                     out[arch] = rep
     except KeyboardInterrupt:
-        _kill_active()
+        kill_active()
         progress.stop()
         raise
     finally:
@@ -133,7 +133,7 @@ def preflight(archs: list[str], args: argparse.Namespace, ctx: "RunContext", tim
 
     shm = ShmTracker()  # importing vLLM's model files may leave something in /dev/shm too
     try:
-        proc = subprocess.Popen([ctx.python, os.path.join(_HERE, "_driver.py"), "--preflight", spec_path, out_path],
+        proc = subprocess.Popen([ctx.python, os.path.join(HERE, "_driver.py"), "--preflight", spec_path, out_path],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     except BaseException:
         shm.cleanup()
@@ -221,7 +221,7 @@ def _make_hook_dir(workdir: str) -> str:
     """Create an importable copy of the plugin with a dist-info for entry-point discovery."""
     hook_dir = os.path.join(workdir, "plugin")
     os.makedirs(hook_dir)
-    shutil.copy(os.path.join(_HERE, "_hook.py"), os.path.join(hook_dir, HOOK_MODULE + ".py"))
+    shutil.copy(os.path.join(HERE, "_hook.py"), os.path.join(hook_dir, HOOK_MODULE + ".py"))
     dist = os.path.join(hook_dir, f"{HOOK_MODULE}-0.1.dist-info")
     os.makedirs(dist)
     with open(os.path.join(dist, "METADATA"), "w") as fh:
@@ -271,7 +271,7 @@ def _pid_alive(pid: int) -> bool:
 _ACTIVE: set = set()  # driver processes of running engines (each the leader of its own session)
 
 
-def _kill_active(signum=None, frame=None) -> None:
+def kill_active(signum=None, frame=None) -> None:
     """Kill the process tree of every running engine; as a SIGTERM/SIGHUP handler, then exit 2
     (``validate`` killed: no engine outlives it)."""
     for proc in list(_ACTIVE):
@@ -357,7 +357,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
 
     shm = ShmTracker()  # before the engine starts: what is in /dev/shm already is not its
     try:
-        proc = subprocess.Popen([python, os.path.join(_HERE, "_driver.py"), spec_path], env=env,
+        proc = subprocess.Popen([python, os.path.join(HERE, "_driver.py"), spec_path], env=env,
                                 stdout=log_fh, stderr=subprocess.STDOUT, start_new_session=True)
     except BaseException:
         shm.cleanup()
@@ -476,7 +476,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
             result = json.load(fh)
     except (OSError, ValueError):
         result = {"status": "no_result"}
-    rep = _build_report(arch, args.pp, result, events, proc.pid, t0)
+    rep = build_report(arch, args.pp, result, events, proc.pid, t0)
     for rr in rep["ranks"]:
         dead = [i for p, i in pids.items() if i["pp_rank"] == rr["rank"] and i["dead"]]
         if dead and rr["status"] != "failed":
@@ -496,13 +496,13 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
     elif result.get("status") == "ok" and proc.returncode == 0 and all(r["status"] == "initialized" for r in rep["ranks"]):
         rep.update(exit_code=EXIT_OK, outcome="PASS", reason="")
     else:
-        failure = _failure(rep, result, timed_out, args.timeout)
+        failure = first_failure(rep, result, timed_out, args.timeout)
         if failure.get("compiled") and rep.get("root_cause"):
             rep["root_cause"]["message"] = failure["root_cause"]  # the model's exception, not Dynamo's
-        rep.update(exit_code=EXIT_FAIL, outcome="FAIL", failure=failure, reason=_failure_text(failure))
+        rep.update(exit_code=EXIT_FAIL, outcome="FAIL", failure=failure, reason=failure_text(failure))
         rep["log_tail"] = _tail(log_path, 30)
-        known = _known_limit(failure)
-        bad_source = _source_import_error(rep, result, sources)
+        known = known_limit(failure)
+        bad_source = source_import_error(rep, result, sources)
         if bad_source:
             rep.update(exit_code=EXIT_ENV, outcome="ERROR", reason=bad_source)
         elif known:

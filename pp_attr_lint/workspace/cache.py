@@ -63,7 +63,7 @@ def read_sealed(path) -> object:
         return marshal.loads(unseal(f.read()))
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes) -> None:
     from ..textio import atomic_write_bytes
 
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -152,7 +152,7 @@ class Cache:
     def put_memo(self, key: str, value) -> None:
         if self.enabled:
             try:
-                _atomic_write(self.dir / f"memo-{key}", seal(marshal.dumps(value)))  # type: ignore[operator]
+                atomic_write(self.dir / f"memo-{key}", seal(marshal.dumps(value)))  # type: ignore[operator]
             except (OSError, ValueError):
                 pass
 
@@ -179,7 +179,7 @@ class Cache:
             return
         try:
             for root in self._dirty:
-                _atomic_write(self._stat_path(root), seal(marshal.dumps(self._stat[root])))
+                atomic_write(self._stat_path(root), seal(marshal.dumps(self._stat[root])))
             for root, new in self._new.items():
                 if not new:
                     continue
@@ -188,7 +188,7 @@ class Cache:
                 blobs = {d: data[o:o + n] for d, (o, n, crc) in index.items()
                          if d in live and zlib.crc32(data[o:o + n]) == crc}  # damaged entries dropped
                 blobs.update((d, marshal.dumps(v)) for d, v in new.items() if d in live)
-                _atomic_write(self._sums_path(root), _pack_bytes(blobs))
+                atomic_write(self._sums_path(root), _pack_bytes(blobs))
         except OSError:
             return  # a read-only or full disk: the next run recomputes
         self._dirty.clear()

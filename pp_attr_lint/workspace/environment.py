@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from .cache import _atomic_write
+from .cache import atomic_write
 
 # seconds an interpreter named by --python may take to print its import path; then it is killed,
 # with every process it started (its process group).  $PP_ATTR_LINT_PYTHON_TIMEOUT overrides it.
@@ -79,7 +79,7 @@ def environment_paths(python: str | None = None, cache_dir: Path | None = None) 
     out = _site_folders(paths, {os.path.abspath(x) for x in stdlib})
     if memo is not None:
         try:
-            _atomic_write(memo, json.dumps(out).encode())
+            atomic_write(memo, json.dumps(out).encode())
         except OSError:
             pass
     return out

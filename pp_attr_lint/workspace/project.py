@@ -66,7 +66,7 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
         return ("syntax", ("too many nested parentheses or operators to parse", 1, 0))
 
 
-def _read_bytes(path: str) -> bytes | str:
+def read_file_bytes(path: str) -> bytes | str:
     """The file's bytes, or the message of the error that reading it raised."""
     try:
         with open(path, "rb") as f:
@@ -177,7 +177,7 @@ class Project:
         return (s.st_mtime_ns, s.st_size)
 
     def _read(self, st: FileState) -> bytes | None:
-        got = _read_bytes(st.path)
+        got = read_file_bytes(st.path)
         if isinstance(got, str):
             st.error = got
             return None

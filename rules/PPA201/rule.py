@@ -114,7 +114,7 @@ def _init_calls_no_base(data: bytes) -> bool:
     i = data.find(b"def __init__(")
     if i < 0:
         return False
-    from pp_attr_lint.kinds.skipped_init import _enclosing_class  # a warm run never loads it
+    from pp_attr_lint.kinds.skipped_init import enclosing_class  # a warm run never loads it
 
     while i >= 0:
         after = i + len(b"def __init__(")
@@ -124,7 +124,7 @@ def _init_calls_no_base(data: bytes) -> bool:
             indent = len(m.group(1))
             end = re.compile(rb"\n[ \t]{0,%d}(?=[^ \t\r\n#)\]}])" % indent).search(data, after)
             if data.find(b"__init__(", after, end.start() if end else len(data)) < 0:
-                owner = _enclosing_class(data, start + indent, indent)
+                owner = enclosing_class(data, start + indent, indent)
                 if owner is None or _may_inherit(data, owner.start(2)):
                     return True
         i = data.find(b"def __init__(", after)

