@@ -125,7 +125,7 @@ SPEC_DECODE_ONLY_METHODS = frozenset({"get_embed_and_head", "set_embed_and_head"
 NOT_RUN_UNDER_PP_METHODS = SPEC_DECODE_ONLY_METHODS
 # methods that only a feature calls, with the config flag that turns the feature on: elastic expert
 # parallelism calls update_physical_experts_metadata.  Whether the feature refuses pipeline
-# parallelism is read from the analysed tree (ranks.RankFacts.feature_refuses_pp): vLLM 0.21.0+
+# parallelism is read from the analysed tree (engines.vllm.VllmEngine.feature_refuses_pp): vLLM 0.21.0+
 # raise "Elastic EP is not supported with pipeline parallelism" in vllm/config/parallel.py
 # (`if self.enable_elastic_ep: ... if self.pipeline_parallel_size > 1: raise`), and so does
 # Aphrodite 0.24.1 (aphrodite/config/parallel.py:840); vLLM 0.10.0 has no such refusal (its

@@ -19,7 +19,7 @@ other as long as there is no cycle):
 | 0 | text and file I/O, the findings/fix model, the not-judged reasons, settings, facts |
 | 1 | ``index``: per-file summaries, what the rules ask of them, the byte prefilter |
 | 2 | ``resolve`` and ``workspace`` (files, module names, environment, cache, the project) |
-| 3 | ``ranks`` |
+| 3 | ``semantic`` (the model of PP execution) and ``engines`` (what vLLM / SGLang do) |
 | 4 | ``rule_api`` |
 | 5 | ``rule_registry``, ``kinds``; then the rule folders (``rules/<CODE>/rule.py``) |
 | 6 | ``engine`` |
@@ -41,7 +41,7 @@ LAYERS: list[tuple[int, tuple[str, ...]]] = [
          "pp_attr_lint.settings", "pp_attr_lint.facts")),
     (1, ("pp_attr_lint.index",)),
     (2, ("pp_attr_lint.resolve", "pp_attr_lint.workspace")),
-    (3, ("pp_attr_lint.ranks",)),
+    (3, ("pp_attr_lint.semantic", "pp_attr_lint.engines")),
     (4, ("pp_attr_lint.rule_api",)),
     (5, ("pp_attr_lint.rule_registry", "pp_attr_lint.kinds")),
     (5.5, (RULES,)),

@@ -1,4 +1,4 @@
-"""What a boolean helper's ``return``s imply about its result (ranks.truthy_only_when): the guard
+"""What a boolean helper's ``return``s imply about its result (``flow.truthy_only_when``): the
 formulas take a helper's call (or an attribute only such calls assign) as implying it."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ import textwrap
 
 import pytest
 
-from pp_attr_lint import ranks
+from pp_attr_lint.semantic import calls, flow, guards
 from pp_attr_lint.index.spec import LineIndex
 
 
 def _need(src: str):
     src = textwrap.dedent(src)
     fn = ast.parse(src).body[0]
-    return ranks.truthy_only_when(fn, LineIndex(src))
+    return flow.truthy_only_when(fn, LineIndex(src))
 
 
 def test_an_early_false_return_is_implied():
@@ -27,8 +27,8 @@ def test_an_early_false_return_is_implied():
                 return True
             return not quant_config.head_bits
     """)
-    assert ranks.satisfying(ranks.f_and(need, ranks.f_not(("a", "tie_word_embeddings")))) is None
-    assert ranks.satisfying(need) is not None
+    assert guards.satisfying(guards.f_and(need, guards.f_not(("a", "tie_word_embeddings")))) is None
+    assert guards.satisfying(need) is not None
 
 
 def test_names_local_to_the_helper_are_renamed():
@@ -38,7 +38,7 @@ def test_names_local_to_the_helper_are_renamed():
                 return False
             return config.tied
     """)
-    assert ranks._atoms(need, set()) == {"h@flag", "tied"}
+    assert guards.atoms(need) == {"h@flag", "tied"}
 
 
 @pytest.mark.parametrize("src", [
@@ -80,7 +80,7 @@ def test_the_value_is_read_where_it_is_returned():
             return False
     """)
     # `return ok` returns the parameter, not the later `config.tie_word_embeddings`
-    assert ranks.satisfying(ranks.f_and(need, ranks.f_not(("a", "tie_word_embeddings")))) is not None
+    assert guards.satisfying(guards.f_and(need, guards.f_not(("a", "tie_word_embeddings")))) is not None
 
 
 @pytest.mark.parametrize("call, ok", [
@@ -94,4 +94,4 @@ def test_the_value_is_read_where_it_is_returned():
 ])
 def test_which_calls_can_bind_to_a_method(call, ok):
     fn = ast.parse("def sample(self, hidden_states, batch, grammar=None):\n    pass\n").body[0]
-    assert ranks._accepts(fn, ast.parse(call, mode="eval").body) is ok
+    assert calls.accepts(fn, ast.parse(call, mode="eval").body) is ok

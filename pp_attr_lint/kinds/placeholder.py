@@ -1,12 +1,12 @@
 """The placeholder rules' shared part (PPA101-PPA103), kept light: the rule folders import it when
 rules are listed or a warm run replays its cached result, and only a real analysis imports
-:mod:`pp_attr_lint.ranks`."""
+:mod:`pp_attr_lint.semantic`."""
 
 from __future__ import annotations
 
 from .. import facts as F
 from ..model import Finding
-from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # the key of ranks.collect's facts in a summary
+from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # the key of the collector's facts in a summary
 NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
 # a file that registers a model (a plugin's `ModelRegistry.register_model(...)`) is read too: its
 # registrations tell which models refuse PP (each placeholder rule adds it to its needles)
@@ -14,24 +14,24 @@ REGISTER_NEEDLE = f".{F.REGISTER_METHOD}("
 
 
 class PlaceholderRule:
-    """Mixin of the placeholder rules: one shared collector (:func:`pp_attr_lint.ranks.collect`;
+    """Mixin of the placeholder rules: one shared collector (:func:`pp_attr_lint.semantic.values.collect`;
     pass ``facts_key=FACTS_KEY`` to the rule's constructor) and the walk over the recorded uses of
-    the kinds a rule judges (:meth:`judge`, called with a :class:`~pp_attr_lint.ranks.RankFacts`)."""
+    the kinds a rule judges (:meth:`judge`, called with a :class:`~pp_attr_lint.semantic.model.RankFacts`)."""
 
     kinds: tuple[str, ...] = ()  # the use kinds of collect() that the rule judges
 
     def collect(self, tree, lines):
-        from .. import ranks
+        from ..semantic.values import collect
 
-        return ranks.collect(tree, lines)
+        return collect(tree, lines)
 
     def check(self, ctx):
-        from .. import ranks
+        from ..semantic.model import RankFacts
 
         mf = ctx.facts(FACTS_KEY)
         if not mf:
             return []
-        rf = ranks.RankFacts.of(ctx)
+        rf = RankFacts.of(ctx)
         if not rf.module_runs_under_pp(ctx.module):
             return []  # a registered model that does not support pipeline parallelism
         safe = rf.placeholder_safe_attrs()
@@ -49,9 +49,9 @@ class PlaceholderRule:
                 if fname and fname not in F.RANK_OF_METHOD and not fname.startswith("__"):
                     rank = rf.caller_rank(use[1], fname)  # every caller runs on one rank
                     if rank is not None:
-                        from .. import ranks
+                        from ..semantic.guards import f_and
 
-                        f = self.judge(ctx, rf, safe, *use[:6], ranks.f_and(use[6], rank), *use[7:])
+                        f = self.judge(ctx, rf, safe, *use[:6], f_and(use[6], rank), *use[7:])
                 if f is not None and refused is None:
                     from ..model import NotJudged
 

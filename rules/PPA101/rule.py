@@ -36,12 +36,13 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
         return b"lm_head" in data and (_ALIAS.search(data) is not None or _ALIAS_ELSE.search(data) is not None)
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic import guards
+        from pp_attr_lint.semantic.values import MISSING_CODE
 
         if kind == "read" and attr in safe:
             return None
         owners = rf.receiver_classes(chain[:-1], cls, fline)
-        if owners is None and (ctx.resolver.why or ("",))[0] in ranks.MISSING_CODE:
+        if owners is None and (ctx.resolver.why or ("",))[0] in MISSING_CODE:
             # the receiver's class leads into code the run does not have (a plugin checked without
             # vLLM installed): a read of a placeholder's attribute cannot be judged, and that is said
             return self.not_judged(ctx, ctx.resolver.why, chain, pos)
@@ -54,20 +55,20 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
                 return None  # some candidate never holds a placeholder there (or cannot be told)
             conds.append(pc[0])
             wheres.append(rf.where(pc[1]))
-        cond = ranks.f_or(*conds)
-        by_rank = bool(ranks.rank_atoms(cond))
+        cond = guards.f_or(*conds)
+        by_rank = bool(guards.rank_atoms(cond))
         if not by_rank and ctx.summary_function_name(cls, fline) not in ("__init__", *F.ENGINE_METHODS):
             # the placeholder is chosen by a test that is not the rank's place (a feature flag, a
             # helper such as pp_stage_needs_embedding): judged only where every rank runs the line
             return None
-        use_guard = ranks.f_and(guard, ranks.LAST) if kind == "alias" else guard
-        env = rf.satisfying(ranks.f_and(use_guard, cond), guard, cls, fline)
+        use_guard = guards.f_and(guard, guards.LAST) if kind == "alias" else guard
+        env = rf.satisfying(guards.f_and(use_guard, cond), guard, cls, fline)
         if env is None:
             return None
         recv = ".".join(chain)
         holder = " | ".join(k[1] for k in sorted(owners))
-        rank = ranks.rank_words(env) if by_rank else (
-            "every rank" if cond == ranks.TRUE else f"the ranks where {ranks.describe(cond)}")
+        rank = guards.rank_words(env) if by_rank else (
+            "every rank" if cond == guards.TRUE else f"the ranks where {guards.describe(cond)}")
         where = ", ".join(dict.fromkeys(wheres))
         if kind == "read":
             what = f"reads `{recv}.{attr}`"
@@ -83,22 +84,22 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
                    f"{where}); this line {what} there, and {fails}: AttributeError on that rank only.")
         explanation = [
             f"`{'.'.join(chain[:-1])}` is a `{holder}`; its `{chain[-1]}` is a `PPMissingLayer` "
-            f"{ranks.when(ranks.f_or(*conds))} (assigned at {where})",
-            ranks.runs_when(guard) + ("; the model uses the alias on the last rank" if kind == "alias" else ""),
-            "both hold on " + rank + ranks.describe_env(env),
+            f"{guards.when(guards.f_or(*conds))} (assigned at {where})",
+            guards.runs_when(guard) + ("; the model uses the alias on the last rank" if kind == "alias" else ""),
+            "both hold on " + rank + guards.describe_env(env),
         ]
-        real = ranks.f_not(cond)  # where the attribute holds the real module
+        real = guards.f_not(cond)  # where the attribute holds the real module
         if kind == "alias":
-            help = (f"Build `{recv}` on the last rank too (it is a real module only {ranks.when(real)}), or give "
+            help = (f"Build `{recv}` on the last rank too (it is a real module only {guards.when(real)}), or give "
                     f"`{attr}` a module of its own there instead of an alias of `{recv}`")
         elif real == ("F",):
             help = f"Build `{chain[-1]}` as a real module where this line runs, or do not read `{recv}.{attr}` there"
         else:
-            help = (f"Run this line only {ranks.when(real)}, where `{recv}` is a real module, or build "
+            help = (f"Run this line only {guards.when(real)}, where `{recv}` is a real module, or build "
                     f"`{chain[-1]}` on this rank too; `isinstance({recv}, PPMissingLayer)` tells the placeholder")
         row, col, end_row, end_col = pos
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, help=help,
-                            witness=ranks.witness(env, rank))
+                            witness=guards.witness(env, rank))
 
 
 RULE = PlaceholderAttribute(

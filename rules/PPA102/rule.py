@@ -57,7 +57,7 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         return False
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic import guards
 
         if attr in safe:
             return None
@@ -68,18 +68,18 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
             return self.not_judged(ctx, rf.owner_failure, chain, pos)
         # slot 0 is a placeholder on every rank but the first, the last slot on every rank but the
         # last, another constant slot on every rank that does not own it
-        fails_when = {"first": ranks.f_not(ranks.FIRST), "last": ranks.f_not(ranks.LAST), "const": ranks.TRUE}
-        env = rf.satisfying(ranks.f_and(guard, fails_when[index_kind]), guard, cls, fline)
+        fails_when = {"first": guards.f_not(guards.FIRST), "last": guards.f_not(guards.LAST), "const": guards.TRUE}
+        env = rf.satisfying(guards.f_and(guard, fails_when[index_kind]), guard, cls, fline)
         if env is None:
             return None
         recv, lst = ".".join(chain[:-1]), chain[-1]
         row, col, end_row, end_col = pos
         slot = {"first": "slot 0", "last": "the last slot"}.get(index_kind, "a fixed slot")
-        rank = ranks.rank_words(env) if index_kind != "const" else "every pipeline-parallel rank that does not own that layer"
+        rank = guards.rank_words(env) if index_kind != "const" else "every pipeline-parallel rank that does not own that layer"
         message = (f"`{recv}.{lst}` comes from `make_layers`, which fills every slot outside "
                    f"`[start_layer, end_layer)` with `PPMissingLayer`; {slot} is a placeholder on {rank}, "
                    f"and `PPMissingLayer` has no attribute `{attr}`: AttributeError there.")
-        explanation = [how, ranks.runs_when(guard)]
+        explanation = [how, guards.runs_when(guard)]
         if via is not None:
             explanation.append(f"`{via[0]}` is `{via[1]}` at every call of the nested function that reads it")
         fix = None
@@ -103,7 +103,7 @@ class PlaceholderByIndex(placeholder.PlaceholderRule, Rule):
         help = (f"Index with this rank's own layers (`{recv}.{lst}[{recv}.start_layer]` to "
                 f"`{recv}.{lst}[{recv}.end_layer - 1]`), or skip the slot when it is a `PPMissingLayer`")
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix, help=help,
-                            witness=ranks.witness(env, rank))
+                            witness=guards.witness(env, rank))
 
 
 RULE = PlaceholderByIndex(

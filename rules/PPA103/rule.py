@@ -73,7 +73,7 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         return out
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic import guards
 
         if attr in safe:
             return None
@@ -104,7 +104,7 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         row, col, end_row, end_col = pos
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, fix=fix,
                             fix_data={"iter": list(iter_pos)}, help=help,
-                            witness=ranks.witness(env, "every pipeline-parallel rank of a pipeline of size >= 2"))
+                            witness=guards.witness(env, "every pipeline-parallel rank of a pipeline of size >= 2"))
 
 
 RULE = PlaceholderInLoop(

@@ -383,7 +383,7 @@ class MissingPPHook(Rule):
         comes from (a plugin that replaces a drafter's architecture registers a drafter), or a
         table of its own when none lists it.  When that registry cannot be read, or a registration
         of a class of ``key``'s name cannot be resolved, whether ``key`` is a drafter is not known."""
-        from pp_attr_lint.ranks import RankFacts
+        from pp_attr_lint.semantic.model import RankFacts
 
         r = ctx.resolver
         names = set()
@@ -478,7 +478,7 @@ def _inherits_protocol(ctx, key):
     """Whether ``SupportsPP`` is on the MRO of ``key`` (``True`` / ``False``), or ``(reason,
     detail, path)`` when a base leads into code the run does not have (a module not found, a
     file that does not parse); other failures (a dynamic base) count as ``False``."""
-    from pp_attr_lint.ranks import MISSING_CODE
+    from pp_attr_lint.semantic.values import MISSING_CODE
     from pp_attr_lint.resolve import Unresolved
 
     try:

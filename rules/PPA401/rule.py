@@ -162,13 +162,13 @@ def _decided(test, env: dict):
     tests are (at most 6 of them), else ``None``."""
     import itertools
 
-    from pp_attr_lint import ranks
+    from pp_attr_lint.semantic import guards
 
-    f = ranks.formula(test)
-    names = sorted(ranks._atoms(f, set()) - {"@first", "@last"})
+    f = guards.formula(test)
+    names = sorted(guards.atoms(f) - {"@first", "@last"})
     if len(names) > 6:
         return None
-    seen = {ranks._eval(f, dict(zip(names, vals), **env)) for vals in itertools.product((False, True), repeat=len(names))}
+    seen = {guards.evaluate(f, dict(zip(names, vals), **env)) for vals in itertools.product((False, True), repeat=len(names))}
     return seen.pop() if len(seen) == 1 else None
 
 
@@ -597,9 +597,9 @@ class IntermediateTensorKeys(Rule):
         facts = ctx.facts(self.code)
         if not facts:
             return []
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic.model import RankFacts
 
-        rf = ranks.RankFacts.of(ctx)
+        rf = RankFacts.of(ctx)
         try:
             if not rf.module_runs_under_pp(ctx.module):
                 return []

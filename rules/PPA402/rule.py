@@ -391,7 +391,7 @@ class UnownedParameterLoad(Rule):
         facts = ctx.facts(self.code)
         if not facts or not facts["lookups"]:
             return []
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic import model as ranks  # ranks.RankFacts
 
         from pp_attr_lint.resolve import Unresolved
 

@@ -3,7 +3,7 @@ pipeline stage's own layers by ``layer_id - self.start_layer`` (see README.md).
 
 The rule works from the accessor's side: a file that holds such an accessor (its bytes hold
 ``- self.start_layer``, a rare test) is checked, and the tree is scanned for the calls of the
-accessor's name (as :class:`pp_attr_lint.ranks.RankFacts` scans for a method's callers).  A call
+accessor's name (as :class:`pp_attr_lint.semantic.model.RankFacts` scans for a method's callers).  A call
 in another file is reported at the accessor's index, naming the call; a call in the same file is
 reported at the call.  So a file's findings depend only on its own bytes and the tree it lies in,
 never on which files are named or which rules are selected.
@@ -563,7 +563,7 @@ class StageLocalLayerId(Rule):
         in this file), and a :class:`~pp_attr_lint.model.NotJudged` record for each such call
         whose receiver cannot be established, or for all of them when a file of the tree that may
         hold one cannot be read or parsed."""
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic.model import RankFacts
         from pp_attr_lint.index.summary import ref_chain
         from pp_attr_lint.model import NotJudged
         from pp_attr_lint.textio import display_path
@@ -571,7 +571,7 @@ class StageLocalLayerId(Rule):
         accessors = ctx.facts(self.code)
         if not accessors:
             return []
-        rf = ranks.RankFacts.of(ctx)
+        rf = RankFacts.of(ctx)
         own = {(ctx.module, a[0], a[1]): a for a in accessors}
         names = frozenset(a[1] for a in accessors)
         files = rf.tree_files(*sorted(b"." + n.encode() for n in names))
@@ -674,10 +674,10 @@ class StageLocalLayerId(Rule):
     def _abstract(self, ctx, key, m: str) -> bool:
         """Whether method ``m`` of class ``key`` is abstract (``@abstractmethod``, or a body that only
         raises ``NotImplementedError`` / is ``...``); ``True`` when its source cannot be read."""
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic.model import RankFacts
 
         ast = _ast()
-        for _path, module, tree, _lines in ranks.RankFacts.of(ctx).tree_files(b"def " + m.encode()) or ():
+        for _path, module, tree, _lines in RankFacts.of(ctx).tree_files(b"def " + m.encode()) or ():
             if module != key[0]:
                 continue
             for node in tree.body:

@@ -1,0 +1,306 @@
+"""SGLang: the ``EntryClass`` registry and the model runner's requirement on ``forward``, read
+from the analysed tree.
+
+* ``sglang/srt/models/registry.py`` (``import_model_classes``) lists the package's modules
+  with ``pkgutil.iter_modules`` and loads ``module.EntryClass`` of each;
+* ``sglang/srt/model_executor/model_runner.py`` asserts under PP that the model's ``forward``
+  takes ``pp_proxy_tensors`` (``support_pp``, 0.5.15 and 0.5.23): a class whose ``forward``
+  does not is refused.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .. import facts as F
+from ..index.summary import dotted_name, ref_chain
+from ..index.summary import walk as fast_walk
+from ..resolve import EXTERNAL as EXTERNAL_KEY
+from ..resolve import Unresolved
+from ..semantic.guards import pp_only_test
+
+
+def _signature_test(value: ast.AST) -> str | None:
+    """``"p"`` for ``"p" in inspect.signature(self.model.forward).parameters``."""
+    if not (isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], ast.In)
+            and isinstance(value.left, ast.Constant) and isinstance(value.left.value, str)):
+        return None
+    right = value.comparators[0]
+    if not (isinstance(right, ast.Attribute) and right.attr == "parameters" and isinstance(right.value, ast.Call)
+            and dotted_name(right.value.func) in ("inspect.signature", "signature") and len(right.value.args) == 1):
+        return None
+    return value.left.value if ref_chain(right.value.args[0]) == ("self", "model", "forward") else None
+
+
+def _forward_requirement(fn, stores: dict) -> tuple | None:
+    """``(parameter, exempt)`` of :meth:`SglangEngine.pp_forward_requirement` for one function;
+    ``stores``: how many times the module binds each target text (a flag bound again, in any
+    function, may make the assert pass: exempt)."""
+    bound = {}  # the target's text -> (parameter, line), bound in the function's own body
+    for st in fn.body:
+        if isinstance(st, ast.Assign) and len(st.targets) == 1:
+            p = _signature_test(st.value)
+            if p is not None:
+                bound[ast.unparse(st.targets[0])] = (p, st.lineno)
+    if not bound:
+        return None
+    best = None
+    # a `return` before the assert can skip it (one in a nested function is not told apart)
+    returns = [n.lineno for n in fast_walk(fn) if isinstance(n, ast.Return)]
+
+    def visit(body, conds, plain):
+        nonlocal best
+        for st in body:
+            if isinstance(st, ast.If):
+                visit(st.body, conds + [(st.test, True)], plain)
+                visit(st.orelse, conds + [(st.test, False)], plain)
+            elif isinstance(st, ast.Assert) and plain:
+                hit = bound.get(ast.unparse(st.test))
+                if hit is None or hit[1] >= st.lineno:
+                    continue
+                atoms = [a for t, pos in conds for a in (t.values if pos and isinstance(t, ast.BoolOp)
+                                                          and isinstance(t.op, ast.And) else [t])]
+                gates = [a for a in atoms if pp_only_test(a)]
+                if not gates:
+                    continue
+                negated = [t for t, pos in conds if not pos and pp_only_test(t)]
+                if negated:
+                    continue
+                skipped = stores.get(ast.unparse(st.test), 0) > 1 or any(r < st.lineno for r in returns)
+                found = (hit[0], skipped or len(atoms) > len(gates) or any(not pos for _t, pos in conds))
+                if best is None or best[1] and not found[1]:
+                    best = found
+            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            else:  # a loop, `with` or `try` around it: the assert may not run, or be caught
+                for field in ("body", "orelse", "finalbody"):
+                    sub = getattr(st, field, None)
+                    if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
+                        visit(sub, conds, False)
+
+    visit(fn.body, [], True)
+    return best
+
+
+def _registry_attribute(fn) -> str | None:
+    """``"EntryClass"`` for a function that lists the modules of a package
+    (``pkgutil.iter_modules(...)``) and reads ``hasattr(module, "EntryClass")`` of each."""
+    lists = has = None
+    for n in fast_walk(fn):
+        if isinstance(n, ast.Call):
+            name = dotted_name(n.func) or ""
+            if name.rsplit(".", 1)[-1] == "iter_modules":
+                lists = True
+            elif name == "hasattr" and len(n.args) == 2 and isinstance(n.args[1], ast.Constant) \
+                    and isinstance(n.args[1].value, str) and isinstance(n.args[0], ast.Name):
+                has = n.args[1].value if has in (None, n.args[1].value) else ""
+    return has or None if lists else None
+
+
+
+class SglangEngine:
+    """SGLang's answers for a :class:`~pp_attr_lint.semantic.model.RankFacts` ``model``
+    (memoized per run)."""
+
+    def __init__(self, model):
+        self.m = model
+        self._memo: dict = {}
+
+    @property
+    def ctx(self):
+        return self.m.ctx
+
+    @property
+    def r(self):
+        return self.m.r
+
+    def pp_forward_requirement(self, top: str) -> tuple | None:
+        """``(parameter, exempt)`` when the engine whose top-level package is ``top`` asserts, with
+        pipeline parallelism on, that the model's ``forward`` accepts ``parameter``: a function of
+        a module of ``top`` under the scanned folders (:meth:`TreeReader.scan_dirs`) binds ``X = "parameter"
+        in inspect.signature(self.model.forward).parameters`` in its own body and then ``assert
+        X`` under an ``if`` that holds only under PP (``pp_size > 1``), in a method of a class that
+        some code of the tree builds (or a function it calls).  SGLang's model runner has it
+        (sglang/srt/model_executor/model_runner.py, ``support_pp``, 0.5.15 and 0.5.23; built in
+        managers/tp_worker.py).
+        ``exempt``: something can skip the assert or make it pass: another test around it (SGLang
+        0.5.23 lifts it for a draft worker under ``SGLANG_ENABLE_PP_SPEC``), a ``return`` before
+        it, or ``X`` bound again in the module.  ``None`` when no such check is found (or a file
+        that may hold one cannot be read)."""
+        memo = self._memo.setdefault("pp-forward", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        memo[(dirs, top)] = answer = None
+        for _module, tree, _lines in self.m.reader.package_trees(top, b".forward).parameters"):
+            stores: dict = {}
+            for n in fast_walk(tree):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target] if isinstance(
+                    n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) else []
+                for t in targets:
+                    stores[ast.unparse(t)] = stores.get(ast.unparse(t), 0) + 1
+            owners = {id(m): c.name for c in fast_walk(tree) if isinstance(c, ast.ClassDef)
+                      for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for fn in fast_walk(tree):
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    found = _forward_requirement(fn, stores)
+                    if found is not None and not self._called(owners.get(id(fn), fn.name)):
+                        found = None  # a runner (or function) no code of the tree builds: dead code
+                    if found is not None and (answer is None or answer[1] and not found[1]):
+                        answer = found
+        memo[(dirs, top)] = answer
+        return answer
+
+    def refused_under_pp(self, module: str, cls: str | None) -> bool:
+        """Whether the engine never runs class ``cls`` of ``module`` under PP: ``cls`` is an entry
+        class of its module (:meth:`entry_classes`), the engine asserts under PP that the model's
+        ``forward`` takes a parameter (:meth:`pp_forward_requirement`), ``cls``'s ``forward``
+        does not (:meth:`forward_accepts`), and no other code names ``cls`` (a subclass, a wrapper
+        that builds it, in any file of the tree or outside ``cls``'s own body in its module).
+        False when any of it does not hold or cannot be told (the class is judged).  Raises
+        :class:`~pp_attr_lint.resolve.Unresolved` (``pp-refusal-unsure``) when the check can be
+        skipped (a test around the assert, an early ``return``, the flag bound twice) or other
+        code names the class: that it never runs under PP is not established."""
+        if cls is None or "." in cls:
+            return False
+        entries = self.entry_classes(module)
+        if not entries or (module, cls) not in entries:
+            return False
+        req = self.pp_forward_requirement(module.split(".", 1)[0])
+        if req is None or self.forward_accepts((module, cls), req[0]) is not False:
+            return False
+        why = None
+        if req[1]:
+            why = "a test around the engine's check can skip it (for a speculative draft model)"
+        elif self._named_elsewhere(module, cls):
+            why = f"other code of the analysed tree names `{cls}` (a subclass, or a model that builds it)"
+        if why is not None:
+            raise Unresolved("pp-refusal-unsure", f"the engine refuses pipeline parallelism for `{cls}` (its "
+                             f"`forward` takes no `{req[0]}`), but {why}: that it never runs under PP is not "
+                             f"established")
+        return True
+
+    def _called(self, name: str) -> bool:
+        """Whether a file of the tree calls ``name(...)`` (builds the class, calls the function)
+        other than where it is defined."""
+        import re
+
+        call = re.compile(rb"(?<!class )(?<!def )\b" + re.escape(name.encode()) + rb"\s*\(")
+        return any(call.search(self.m.reader.read_bytes(path) or b"") for path, _m in self.m.reader.tree_file_paths(name.encode()) or ())
+
+    def _named_elsewhere(self, module: str, cls: str) -> bool:
+        """Whether a file of the tree other than ``module``'s names ``cls`` as a word, or
+        ``module`` does outside ``cls``'s own class body and the entry attribute's binding."""
+        import re
+
+        word = re.compile(rb"\b" + re.escape(cls.encode()) + rb"\b")
+        own = self.ctx.project.path(module)
+        for path, _mod in self.m.reader.tree_file_paths(cls.encode()) or ():
+            if path != own and word.search(self.m.reader.read_bytes(path) or b""):
+                return True
+        got = self.m.reader.module_parsed(module)
+        if got is None:
+            return True
+        tree, lines = got[2], got[3]
+        attr = self._entry_attribute(module)
+        allowed = set()
+        for st in tree.body:
+            if isinstance(st, ast.ClassDef) and st.name == cls or isinstance(st, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == attr for t in st.targets):
+                allowed.update(range(st.lineno, st.end_lineno + 1))
+        return any(word.search(text.encode()) for k, text in enumerate(lines.lines, 1) if k not in allowed)
+
+    def _entry_attribute(self, module: str) -> str | None:
+        """The module attribute the registry of ``module``'s package reads from each of its
+        modules (``"EntryClass"``, :func:`registry_attribute`), when ``module`` is a sibling of
+        that registry's module; ``None`` otherwise."""
+        top = module.split(".", 1)[0]
+        memo = self._memo.setdefault("entry-attr", {})
+        if top not in memo:
+            found = set()
+            for mod, tree, _lines in self.m.reader.package_trees(top, b"iter_modules("):
+                for fn in fast_walk(tree):
+                    if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        attr = _registry_attribute(fn)
+                        if attr is not None:  # the models are the registry module's siblings
+                            found.add((attr, mod.rsplit(".", 1)[0]))
+            memo[top] = found
+        return next((a for a, package in sorted(memo[top]) if module.rsplit(".", 1)[0] == package), None)
+
+    def entry_classes(self, module: str) -> list | None:
+        """The model classes the engine loads from ``module`` when its registry reads a module
+        attribute of every module of its own package (SGLang's ``import_model_classes`` in
+        sglang/srt/models/registry.py: ``pkgutil.iter_modules`` over the package,
+        ``hasattr(module, "EntryClass")``): the class keys that attribute names (one name, or a
+        list or tuple of names) in ``module``, a sibling of the registry module; ``None`` when the
+        tree reads no such attribute, ``module`` is not such a sibling or does not bind it, or a
+        name cannot be resolved to a class of the analysed code."""
+        attr = self._entry_attribute(module)
+        path = self.ctx.project.path(module) if attr is not None else None
+        if not path or attr.encode() not in (self.m.reader.read_bytes(path) or b""):
+            return None  # (before any parse)
+        got = self.m.reader.module_parsed(module)
+        if got is None:
+            return None
+        import re
+
+        names, binding = None, None
+        for st in got[2].body:
+            if isinstance(st, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in st.targets):
+                if names is not None:
+                    return None  # bound twice: which binding the registry reads depends on the run
+                v = st.value
+                elts = v.elts if isinstance(v, (ast.List, ast.Tuple)) else [v]
+                names, binding = [dotted_name(e) for e in elts], st
+                if None in names:
+                    return None
+        if not names:
+            return None
+        # the attribute named anywhere else (bound in a branch, appended to, extended): not read
+        text = "".join(got[3].lines[binding.lineno - 1:binding.end_lineno]).encode()
+        word = re.compile(rb"\b" + re.escape(attr.encode()) + rb"\b")
+        if len(word.findall(self.m.reader.read_bytes(path))) != len(word.findall(text)):
+            return None
+        out = []
+        for name in names:
+            try:
+                out.append(self.r.resolve_class(module, name))
+            except Exception:  # noqa: BLE001  (cannot tell)
+                return None
+        return out if all(k is not None for k in out) else None
+
+    def forward_accepts(self, key, parameter: str) -> bool | None:
+        """Whether the ``forward`` that instances of class ``key`` have (the first class on the MRO
+        that defines it; ``torch.nn.Module``'s, :data:`~pp_attr_lint.facts.MODULE_FORWARD_PARAMETERS`,
+        when none before it does) takes a parameter named ``parameter`` (``**kwargs`` does not
+        count: it is no parameter of that name to ``inspect.signature``); ``None`` when it cannot
+        be told (the MRO is not known, ``forward`` is bound another way, or comes from another
+        class outside the analysed code)."""
+        try:
+            mro = self.r.mro(key)
+        except Exception:  # noqa: BLE001
+            return None
+        for k in mro:
+            if k[0] == EXTERNAL_KEY:
+                if k[1] in F.MODULE_CLASSES:
+                    return parameter in F.MODULE_FORWARD_PARAMETERS
+                continue  # an attribute-less base (object, Protocol, ...): no forward of its own
+            got = self.m.reader.module_parsed(k[0])
+            node = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == k[1]), None) if got else None
+            if node is None:
+                return None  # a nested class, or a file that does not parse
+            for n in fast_walk(node):
+                if isinstance(n, ast.Attribute) and n.attr == "forward" and isinstance(n.ctx, (ast.Store, ast.Del)):
+                    return None  # `self.forward = ...`: an instance's own
+            own = [n for n in node.body if getattr(n, "name", None) == "forward" or isinstance(n, (ast.Assign, ast.AnnAssign))
+                   and "forward" in {getattr(t, "id", None) for t in (n.targets if isinstance(n, ast.Assign) else [n.target])}]
+            if not own:
+                continue  # (a `__getattr__` is never asked for it: torch's Module.forward comes first)
+            fwd = own[-1]
+            if not isinstance(fwd, (ast.FunctionDef, ast.AsyncFunctionDef)) or len(own) > 1 or any(
+                    not (isinstance(d, ast.Call) and dotted_name(d.func) in F.SIGNATURE_KEEPING_DECORATORS
+                         and not d.args and not d.keywords) for d in fwd.decorator_list):
+                return None  # bound another way, defined twice, or wrapped by what may change its signature
+            a = fwd.args
+            return parameter in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+        return None

@@ -1,0 +1,217 @@
+"""vLLM (and its forks, Aphrodite): the model registry and what the engine refuses under pipeline
+parallelism, read from the analysed tree.
+
+* a registered model whose classes lack ``SupportsPP`` is refused under PP
+  (``vllm/config/model.py`` verifies ``supports_pp``; vLLM 0.10.0 in ``vllm/config.py``);
+* a config flag may refuse PP (``vllm/config/parallel.py``: ``if self.enable_elastic_ep: ...
+  if self.pipeline_parallel_size > 1: raise``).
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .. import facts as F
+from ..resolve import Unresolved
+from ..semantic.flow import raise_guards
+from ..semantic.guards import atoms, f_and, f_not, f_or, satisfying
+
+
+class VllmEngine:
+    """vLLM's answers for a :class:`~pp_attr_lint.semantic.model.RankFacts` ``model``
+    (memoized per run)."""
+
+    def __init__(self, model):
+        self.m = model
+        self._memo: dict = {}
+
+    @property
+    def ctx(self):
+        return self.m.ctx
+
+    @property
+    def r(self):
+        return self.m.r
+
+    def feature_refuses_pp(self, flag: str):
+        """Whether the analysed tree refuses pipeline parallelism whenever the config flag ``flag``
+        is on: some function of its parallel configuration module (the first of
+        :data:`~pp_attr_lint.facts.PARALLEL_CONFIG_MODULES` it holds, for this file's top-level
+        package) that tests ``pipeline_parallel_size`` raises on every path where ``flag`` holds
+        under PP (``pipeline_parallel_size > 1`` is true there; the guards of its ``raise``
+        statements cover ``flag``).  A plugin, whose package has no such module, is asked about
+        the one engine it imports from outside the checked tree (a package with a model registry,
+        :meth:`TreeReader.scan_dirs`).  ``None`` when no such module is found: it cannot be told."""
+        answer = self._refuses_in(self.ctx.module.split(".", 1)[0], flag)
+        if answer is None:
+            engines = [prefix for _folder, prefix in self.m.reader.scan_dirs() or () if prefix and self.r.model_registry(prefix)]
+            if len(engines) == 1:
+                answer = self._refuses_in(engines[0], flag)
+        return answer
+
+    def _refuses_in(self, top: str, flag: str):
+        memo = self._memo.setdefault("refuses", {})
+        if (top, flag) in memo:
+            return memo[(top, flag)]
+        from ..index.spec import LineIndex
+        from ..textio import read_source
+
+        answer = None
+        for pattern in F.PARALLEL_CONFIG_MODULES:
+            module = pattern.replace("{top}", top)
+            path = self.ctx.project.path(module) if self.ctx.project.summary(module) is not None else None
+            if not path:
+                continue
+            try:
+                import os
+
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
+                text = read_source(path).text
+                tree = ast.parse(text)
+            except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+                break  # found but unreadable: cannot be told
+            answer = False
+            lines = LineIndex(text)
+            for all_raises in raise_guards(tree, lines, lambda body: flag in body):
+                # the raises under the flag; leaving the others out only makes a refusal harder to show
+                raises = [g for g in all_raises if flag in atoms(g, set())]
+                uncovered = f_and(("a", flag), f_not(f_or(*raises)))
+                if not raises:
+                    continue
+                if len(atoms(uncovered, set()) - {"@first", "@last"}) > 16:
+                    answer = None  # too many tests to enumerate: cannot be told
+                    continue
+                if satisfying(uncovered) is None:
+                    answer = True
+                    break
+            break
+        memo[(top, flag)] = answer
+        return answer
+
+    def module_runs_under_pp(self, module: str) -> bool:
+        """False when the model registry lists classes of ``module`` and none of them has
+        ``SupportsPP`` on its MRO: the engine refuses ``pipeline_parallel_size > 1`` for such a
+        model (vllm/config/model.py verifies ``supports_pp``; Aphrodite 0.24.1's
+        aphrodite/config/model.py:1366 too), so its code never runs on a rank > 0.  The registry is
+        the one of ``module``'s top-level package (:meth:`Resolver.model_registry`, found by its
+        place in the tree), plus the ``register_model`` calls of the checked files (a plugin's
+        classes are checked the same way).  True when no registry lists the module (SGLang, RL
+        frameworks, the rule cases; for SGLang see :meth:`SglangEngine.refused_under_pp`) or a registered class
+        cannot be resolved.  Raises :class:`~pp_attr_lint.resolve.Unresolved`
+        (``engine-fact-unknown``) when whether the engine runs the module's models under PP
+        cannot be established; every rule that asks gets the same answer."""
+        memo = self._memo.setdefault("pp-modules", {})
+        if module in memo:
+            if isinstance(memo[module], Unresolved):
+                raise memo[module]  # every rule that asks gets the same answer
+            return memo[module]
+        memo[module] = True  # while it is being answered
+        registered = []
+        engines = set()  # the top-level packages of the registries that list the module
+        for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ():
+            if full == module:
+                engines.add(module.split(".", 1)[0])
+                registered.append((module, cls))
+            elif module.startswith(full + "."):
+                # an entry naming the package (vLLM 0.33.0 `vllm.models.glm5next`) whose
+                # `__init__` re-exports the class of this submodule
+                try:
+                    key = self.r.resolve_class(full, cls)
+                except Exception:
+                    key = None
+                if key is not None and key[0] == module:
+                    engines.add(module.split(".", 1)[0])
+                    registered.append(key)
+        for _arch, top, key, _name, _m, _line in self.registrations():
+            if key and key[0] == module:
+                registered.append(key)
+                engines.add(top)
+        ok = True
+        if registered:
+            ok = False
+            for key in dict.fromkeys(registered):
+                try:
+                    if any(e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL for e in self.r.mro(key)):
+                        ok = True
+                        break
+                except Exception:
+                    ok = True  # cannot tell: judge it
+                    break
+        if not ok and not all(top and self.refuses_unsupported_models(top) for top in sorted(engines, key=str)):
+            # the registered model lacks the protocol, but that the engine then refuses it is not
+            # in the tree: neither judged as a PP model nor passed as one that never runs under PP
+            memo[module] = Unresolved("engine-fact-unknown", f"`{module}`'s registered classes do not list "
+                                      f"`{F.PP_PROTOCOL}`, and no check in the analysed code refuses pipeline "
+                                      "parallelism for such a model")
+            raise memo[module]
+        memo[module] = ok
+        return ok
+
+    def refuses_unsupported_models(self, top: str) -> bool:
+        """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
+        > 1`` for a model that does not support it: some function of a module of ``top`` under the
+        scanned folders (:meth:`TreeReader.scan_dirs`: the checked root and the packages it imports, the
+        engine a plugin runs in included) raises on every path
+        where ``pipeline_parallel_size > 1`` holds and a call named for PP support (``...
+        is_pp_supported_model(...)``, ``supports_pp(...)``) returns false.  vLLM 0.10.0 has it in
+        vllm/config.py, 0.21.0 to 0.33.0 and Aphrodite 0.24.1 in ``<pkg>/config/model.py``
+        (``raise NotImplementedError("Pipeline parallelism is not supported for this model. ...")``);
+        SGLang 0.5.23 has none.  False when none is found or a file cannot be read."""
+        memo = self._memo.setdefault("refuses-unsupported", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        memo[(dirs, top)] = answer = False
+        for _module, tree, lines in self.m.reader.package_trees(top, b"pp_supported", b"supports_pp"):
+            for raises in raise_guards(tree, lines, lambda body: "pp_supported" in body or "supports_pp" in body):
+                if not raises:
+                    continue
+                raised = f_or(*raises)
+                for atom in sorted(atoms(raised, set()) - {"@first", "@last"}):
+                    name = atom.split("(", 1)[0].rsplit(".", 1)[-1]
+                    if "(" in atom and ("pp_supported" in name or "supports_pp" in name) \
+                            and satisfying(f_and(f_not(("a", atom)), f_not(raised))) is None:
+                        answer = True  # the model not supported under PP: a raise on every path
+                        break
+                if answer:
+                    break
+            if answer:
+                break
+        memo[(dirs, top)] = answer
+        return answer
+
+    def registrations(self) -> list:
+        """:meth:`Resolver.registrations` of the checked files and of every other file of the
+        checked file's top-level package that calls ``.register_model(`` (a plugin registers its
+        classes in its ``__init__.py``: the verdict on a class must not depend on whether that file
+        is checked too); memoized for the run."""
+        import os
+
+        top = self.ctx.module.split(".", 1)[0]
+        key = ("registrations", id(self.ctx.checked), self.ctx.file.root, top)
+        got = self.ctx.shared.get(key)
+        if got is None:
+            sources = {st.module: st.summary for st in self.ctx.checked}
+            folder = os.path.join(self.ctx.file.root, top)
+            for d, dirs, files in os.walk(folder):
+                dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+                for name in sorted(files):
+                    if not name.endswith(".py"):
+                        continue
+                    path = os.path.join(d, name)
+                    try:
+                        st = os.stat(path)
+                        self.ctx.project.touched.setdefault(path, (st.st_mtime_ns, st.st_size))
+                        with open(path, "rb") as fh:
+                            if b".register_model(" not in fh.read():
+                                continue
+                    except OSError:
+                        continue
+                    rel = os.path.relpath(path, self.ctx.file.root)[:-3].split(os.sep)
+                    module = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
+                    if module not in sources:
+                        sources[module] = self.ctx.project.summary(module)
+            got = self.r.registrations(sorted(sources.items(), key=lambda kv: kv[0]))
+            self.ctx.shared[key] = got
+        return got

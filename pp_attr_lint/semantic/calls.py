@@ -1,0 +1,303 @@
+"""Calls with their context: who calls a method and under which guard (``caller_rank``: every
+caller runs only on one rank), whether a call can bind to a method's parameters, and what the
+boolean helpers a guard calls imply (their ``return`` statements, :func:`~.flow.truthy_only_when`)."""
+
+from __future__ import annotations
+
+import ast
+
+from .. import facts as F
+from ..index.summary import dotted_name, ref_chain
+from .flow import CallWalker
+from .guards import FIRST, LAST, TRUE, atoms, f_and, f_not, f_or, formula, satisfying, substitute
+from .reader import NOT_ACCEPTED
+
+# the most files holding a method's name that Calls.caller_rank reads to follow its callers
+MAX_CALLER_FILES = 200
+
+
+def accepts(fn: ast.FunctionDef, call: ast.Call) -> bool:
+    """Whether a call through an instance (``x.m(...)``) can bind to the method ``fn``'s
+    parameters; ``True`` when it cannot be told (``*args``, ``**kwargs``)."""
+    a = fn.args
+    positional = [p.arg for p in a.posonlyargs + a.args][1:]  # after self
+    keywords = set(positional) - {p.arg for p in a.posonlyargs} | {p.arg for p in a.kwonlyargs}
+    if a.kwarg is None and any(k.arg is not None and k.arg not in keywords for k in call.keywords):
+        return False  # a keyword the method does not have
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return True
+    n = len(call.args)
+    if n > len(positional) and a.vararg is None:
+        return False
+    names = set(positional[n:]) - {p.arg for p in a.posonlyargs} | {p.arg for p in a.kwonlyargs}
+    bound = set(positional[:n])
+    for k in call.keywords:
+        if k.arg in bound or (k.arg not in names and a.kwarg is None):
+            return False
+        bound.add(k.arg)
+    required = positional[:len(positional) - len(a.defaults)]
+    required += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is None]
+    return all(r in bound for r in required)
+
+
+class Calls:
+    """The call graph's answers for a :class:`~.model.RankFacts` ``model`` (memoized per run)."""
+
+    def __init__(self, model):
+        self.m = model
+        self._memo: dict = {}
+
+    @property
+    def ctx(self):
+        return self.m.ctx
+
+    @property
+    def r(self):
+        return self.m.r
+
+    def satisfying(self, f, local, cls: str | None, fline: int):
+        """:func:`satisfying` of ``f`` (which holds the guard ``local`` of a line of this file, in
+        the function at ``fline`` of class ``cls``), knowing what the boolean helpers of ``local``
+        imply (:meth:`atom_implies`); the assignment keeps only the atoms of ``f``."""
+        extra = []
+        for a in sorted(atoms(local, set()) - {"@first", "@last"}):
+            need = self.atom_implies(a, cls, fline)
+            if need is not None:
+                extra.append(f_or(f_not(("a", a)), need))
+        env = satisfying(f_and(f, *extra))
+        if env is None or not extra:
+            return env
+        keep = atoms(f, set()) | {"@first", "@last"}
+        return {k: v for k, v in env.items() if k in keep}
+
+    def atom_implies(self, atom: str, cls: str | None, fline: int):
+        """What a guard atom of this file implies, from the ``return``s of the helper that makes
+        it (:func:`truthy_only_when`, recorded as the module's ``helpers``): a call of a plain
+        function (``model_should_use_tied_lm_head(config, quant_config)``, the text of the atom,
+        also through a local flag), or an attribute that the analysed tree assigns exactly once,
+        from such a call (``self.use_tied_lm_head = model_should_use_tied_lm_head(...)``, Aphrodite
+        0.24.1 llama.py:477).  ``None`` when it implies nothing known."""
+        memo = self._memo.setdefault("implies", {})
+        key = (self.ctx.module, atom, cls, fline)
+        if key not in memo:
+            try:
+                memo[key] = self._atom_implies(atom, cls, fline)
+            except Exception:
+                memo[key] = None
+        return memo[key]
+
+    def _helper(self, module: str, callee: str):
+        sym = self.r.resolve_dotted(module, callee)
+        if sym is None or sym[0] != "function":
+            return None
+        return (self.m.values.module_facts(sym[1]) or {}).get("helpers", {}).get(sym[2])
+
+    def _atom_implies(self, atom: str, cls: str | None, fline: int):
+        if not atom.isidentifier():
+            try:
+                node = ast.parse(atom, mode="eval").body
+            except SyntaxError:
+                return None
+            callee = dotted_name(node.func) if isinstance(node, ast.Call) else None
+            return self._helper(self.ctx.module, callee) if callee else None
+        # an attribute: never a parameter, local or module-level name of the line's code
+        from ..index.summary import scopes_by_line
+
+        summary = self.ctx.summary
+        scope = scopes_by_line(summary).get((cls, fline))
+        if scope is None or atom in scope["params"] or atom in scope["locals"]:
+            return None
+        if any(atom in summary.get(k, ()) for k in ("imports", "aliases", "classes", "functions", "tables")):
+            return None
+        return self._unique_attribute_helper(atom)
+
+    def _unique_attribute_helper(self, attr: str):
+        """What ``x.<attr>`` implies when every store of it in the ``.py`` files under the checked
+        root is ``self.<attr> = helper(...)``, ``helper`` a plain function with a known condition
+        (the disjunction of those conditions), and no class there defines the name in its body or
+        as a method (``setattr`` naming it, a tuple target, an augmented store: nothing known)."""
+        memo = self._memo.setdefault("unique-attr", {})
+        if attr in memo:
+            return memo[attr]
+        memo[attr] = None
+
+        def judge(module, node, target):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(target.value, ast.Name) \
+                    and target.value.id == "self":
+                callee = dotted_name(node.value.func) if isinstance(node.value, ast.Call) else None
+                need = self._helper(module, callee) if callee else None
+                if need is not None:
+                    return need
+            return NOT_ACCEPTED
+
+        needs = self.m.reader.attribute_stores(attr, judge)
+        if not needs:
+            return None
+        memo[attr] = f_or(*dict.fromkeys(needs))
+        return memo[attr]
+
+    def caller_rank(self, cls: str, fname: str) -> tuple | None:
+        """``LAST`` (or ``FIRST``) when every call of method ``fname`` of class ``cls`` (of this
+        file) that the checked tree holds runs only on that rank, from the call chain: each
+        ``x.fname(...)`` of any ``.py`` file under the checked root either cannot be a call of it
+        (``self.fname(...)`` in a class unrelated to ``cls``, arguments the method cannot take) or
+        is guarded by the rank there (``if not self.is_last_pp_rank: return``; an attribute that
+        the tree only ever assigns a rank test counts as that test), or sits in a method whose
+        own callers are (up to 3 calls deep).  vLLM 0.33.0: ``compute_logits_local`` is called
+        only from ``GPUModelRunner.sample``, called only after ``sample_tokens`` returned on every
+        rank but the last.  ``None`` when not every use of the name is such a call, or not known."""
+        memo = self._memo.setdefault("caller-rank", {})
+        key = (self.ctx.module, cls, fname)
+        if key not in memo:
+            memo[key] = None
+            try:
+                for rank in (LAST, FIRST):
+                    if self._only_on(rank, (self.ctx.module, cls), fname, 0):
+                        memo[key] = rank
+                        break
+            except Exception:
+                memo[key] = None
+        return memo[key]
+
+    def _unrelated(self, module: str, fn, owner, attr_node: ast.Attribute, key, related: set) -> bool:
+        """Whether the receiver of ``attr_node`` (``self.fname``, ``self.sampler.fname``,
+        ``super().fname`` in the method ``fn`` of ``owner``, a top-level class of ``module``) is
+        known to hold only classes that are neither ``key``, its bases nor its subclasses, nor
+        share a subclass with it among the checked classes."""
+        from ..index.summary import scopes_by_line
+
+        recv = attr_node.value
+        chain = ref_chain(recv)
+        if not isinstance(owner, ast.ClassDef) or not fn.args.args:
+            return False
+        summary = self.ctx.project.summary(module)
+        if summary is None or owner.name not in summary["classes"]:
+            return False
+        if isinstance(recv, ast.Call) and isinstance(recv.func, ast.Name) and recv.func.id == "super" and not recv.args:
+            chain = (fn.args.args[0].arg,)  # `super().fname`: a class on the owner's MRO
+        if chain is None:
+            return False
+        scope = scopes_by_line(summary).get((owner.name, fn.lineno))
+        if scope is None or chain[0] != fn.args.args[0].arg:
+            return False
+        try:
+            cands = self.r.chain_candidates(tuple(chain), module, (module, owner.name), scope)
+            if not cands or any(c[0] == "<external>" or c[1] is None for c in cands):
+                return False
+            for c in cands:
+                if c == ("builtins", "None"):
+                    continue  # `None.fname` raises before any call
+                if c == tuple(key) or c in related or tuple(key) in set(self.r.mro(c)):
+                    return False
+                if self.m.reader.share_subclass(c[1], key[1]):
+                    return False  # some class of the tree may have both on its MRO (a mixin)
+        except Exception:
+            return False
+        return True
+
+    def rank_alias(self, attr: str) -> tuple | None:
+        """``LAST`` / ``FIRST`` when every store of ``.<attr>`` under the checked root is
+        ``self.<attr> = <rank test>`` (``self.is_last_pp_rank = get_pp_group().is_last_rank``,
+        vLLM's GPU model runner) and nothing else there defines that name (a method, a class
+        attribute); ``None`` otherwise."""
+        memo = self._memo.setdefault("rank-alias", {})
+        if attr in memo:
+            return memo[attr]
+        memo[attr] = None
+        values = set(self.m.reader.attribute_stores(attr, lambda module, node, target: formula(node.value)) or ())
+        if len(values) == 1 and next(iter(values)) in (LAST, FIRST):
+            memo[attr] = next(iter(values))
+        return memo[attr]
+
+    def _only_on(self, rank, key, fname: str, depth: int, active: frozenset = frozenset()) -> bool:
+        """Whether every call of method ``fname`` of class ``key`` runs only on ``rank`` (see
+        :meth:`caller_rank`).  A call from a method already being asked about (a wrapper's
+        ``compute_logits_local`` delegating to its language model's) adds no way in: the chain
+        enters through the other callers, which are asked."""
+        if (tuple(key), fname) in active:
+            return True
+        memo = self._memo.setdefault("only-on", {})
+        mkey = (rank, tuple(key), fname)
+        if mkey in memo:
+            return memo[mkey]
+        active = active | {(tuple(key), fname)}
+        if depth > 3:
+            return False
+        got = self._only_on_uncached(rank, key, fname, depth, active)
+        if len(active) == 1:
+            memo[mkey] = got  # an answer that assumed no other question open
+        return got
+
+    def _only_on_uncached(self, rank, key, fname: str, depth: int, active: frozenset) -> bool:
+        if fname in F.ENGINE_METHODS and fname not in F.RANK_OF_METHOD:
+            return False  # the engine calls it on every rank
+        try:
+            mro = self.r.mro(key)
+            crec = self.r.class_record(key)
+        except Exception:
+            return False
+        if fname not in crec["methods"]:
+            return False
+        name = fname.encode()
+        # a call or read `x.fname`, a name in a string (`getattr(x, "fname")`), the method itself
+        files = self.m.reader.tree_file_paths(b"." + name, b'"' + name + b'"', b"'" + name + b"'", b"def " + name)
+        if files is None or len(files) > MAX_CALLER_FILES:
+            return False  # not readable, or a name too common to follow: not established
+        related = {e for e in mro if e[0] != "<external>"}
+        target = None
+        sites = []  # (module, lines, call, function, owner class or None)
+        for path, module in files:
+            got = self.m.reader.parsed(path, module)
+            if got is None:
+                return False
+            path, module, tree, lines = got
+            strings, defs, attrs = self.m.reader.file_index(path, tree)
+            for _node, parent in strings.get(fname, ()):
+                if not (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "hasattr"):
+                    return False  # getattr(x, "name"), a table of names: a call not seen
+            owners = {}
+            for fn_node, parent in (d for ds in defs.values() for d in ds):
+                if isinstance(parent, ast.ClassDef) and parent in tree.body:
+                    owners[fn_node] = parent
+            for fn_node, parent in defs.get(fname, ()):
+                if module == key[0] and isinstance(parent, ast.ClassDef) and parent.name == key[1] and parent in tree.body:
+                    target = fn_node
+            for node, parent, fn, lam in attrs.get(fname, ()):
+                if not isinstance(node.ctx, ast.Load):
+                    return False  # the method is replaced somewhere
+                owner = owners.get(fn)
+                is_call = isinstance(parent, ast.Call) and parent.func is node
+                if (fn is not None and self._unrelated(module, fn, owner, node, key, related)):
+                    continue  # `self.x.fname` of a class unrelated to `key`
+                if not is_call:
+                    return False  # the method is read, not called: it may be called elsewhere
+                sites.append((module, lines, parent, fn, owner, lam))
+        if target is None:
+            return False
+        sites = [site for site in sites if accepts(target, site[2])]  # others cannot be calls of it
+        by_fn: dict = {}
+        for module, lines, call, fn, owner, lam in sites:
+            if lam:
+                return False  # a lambda runs where it is called, not where it is written
+            if fn is None:
+                return False  # a call at module level
+            by_fn.setdefault(fn, (module, lines, owner, []))[3].append(call)
+        for fn, (module, lines, owner, calls) in by_fn.items():
+            w = CallWalker(lines, fn, {id(c) for c in calls})
+            w.block(fn.body, TRUE, frozenset(), False, {})
+            if len(w.found) != len(calls):
+                return False
+            for guard in w.found.values():
+                g = guard
+                for a in sorted(atoms(guard, set()) - {"@first", "@last"}):
+                    alias = self.rank_alias(a)
+                    if alias is not None:
+                        g = substitute(g, a, alias)
+                if satisfying(f_and(g, f_not(rank))) is None:
+                    continue
+                # a method of the same name forwarding the call (a wrapper's compute_logits_local)
+                # is not a step further away from the engine
+                deeper = depth if fn.name == fname else depth + 1
+                if owner is None or not self._only_on(rank, (module, owner.name), fn.name, deeper, active):
+                    return False
+        return bool(sites)

@@ -1,0 +1,444 @@
+"""The flow walker: each statement and expression of a function body with its guard (a formula of
+:mod:`.guards`), the receivers its tests checked, and whether a handler catches an
+``AttributeError`` around it.
+
+:class:`FlowWalker` reads ``if``/``elif``/``else``, early ``return``/``raise``/``continue``/
+``break`` after an ``if``, ``and`` short-circuits, conditional expressions, comprehension
+filters (as checks of receivers), ``try`` bodies under handlers of ``AttributeError``,
+``contextlib.suppress``, local flags assigned once (``keep = pp.is_first_rank or tie``) and
+nested functions called by name.  A subclass records what it needs through the hooks
+:meth:`FlowWalker.assign`, :meth:`FlowWalker.attribute`, :meth:`FlowWalker.call` and
+:meth:`FlowWalker.loop_binding`; :class:`ReturnWalker` and :class:`CallWalker` are two such.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..index.summary import child_nodes, dotted_name, ref_chain
+from ..index.summary import walk as fast_walk
+from .guards import TRUE, f_and, f_not, f_or, formula, rename
+
+
+def exits(body: list) -> bool:
+    """Whether a block ends in ``return``, ``raise``, ``continue`` or ``break``."""
+    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
+
+
+def guards_chain(test: ast.AST, chains: set) -> None:
+    """What a test checks, added to ``chains``: ``(chain, None)`` for ``isinstance(x, ...)`` or
+    ``x is None`` (any read through ``x`` may be on another class than assumed), ``(chain, "a")``
+    for ``hasattr(x, "a")`` and ``getattr(x, "a", default)`` (only ``x.a`` is safe); and
+    ``(("#index", *chain, slot), "a")`` for a read ``chain[slot].a`` that the test surely evaluated
+    before what it guards runs (that read succeeded, so the same read after it cannot fail)."""
+    for sub in surely_evaluated(test):
+        if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Subscript):
+            c = ref_chain(sub.value.value)
+            if c is not None:
+                chains.add((("#index", *c, ast.dump(sub.value.slice)), sub.attr))
+    for sub in fast_walk(test):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("isinstance", "hasattr", "getattr") and sub.args:
+            c = ref_chain(sub.args[0])
+            if c is None:
+                continue
+            if sub.func.id == "isinstance":
+                chains.add((c, None))
+            elif len(sub.args) >= 2 and isinstance(sub.args[1], ast.Constant) and isinstance(sub.args[1].value, str):
+                chains.add((c, sub.args[1].value))
+            else:
+                chains.add((c, None))
+        elif isinstance(sub, ast.Compare):
+            for side in [sub.left, *sub.comparators]:
+                c = ref_chain(side)
+                if c is not None:
+                    chains.add((c, None))
+
+
+def surely_evaluated(node: ast.AST) -> list:
+    """The nodes of expression ``node`` that every evaluation of it reaching a truthy result
+    evaluates: all operands of ``and``, the first of ``or``, the test of a conditional expression,
+    nothing inside a lambda, the first iterable of a comprehension."""
+    out = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        out.append(n)
+        if isinstance(n, ast.BoolOp):
+            todo.extend(n.values if isinstance(n.op, ast.And) else n.values[:1])
+        elif isinstance(n, ast.IfExp):
+            todo.append(n.test)
+        elif isinstance(n, ast.Lambda):
+            continue
+        elif isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            todo.append(n.generators[0].iter)
+        else:
+            todo.extend(child_nodes(n))
+    return out
+
+
+def catches_attribute_error(handlers) -> bool:
+    """Whether one of the ``except`` handlers catches an ``AttributeError`` (bare, ``Exception``,
+    ``BaseException`` or ``AttributeError`` itself)."""
+    for h in handlers:
+        t = h.type
+        names = [t] if not isinstance(t, ast.Tuple) else list(t.elts)
+        if t is None or any((dotted_name(n) or "").rsplit(".", 1)[-1] in ("AttributeError", "Exception", "BaseException")
+                            for n in names):
+            return True
+    return False
+
+
+def is_guarded(chain: tuple, attr: str | None, guarded: frozenset) -> bool:
+    """Whether a read ``chain.attr`` is covered by a check of :func:`guards_chain` in ``guarded``."""
+    for g, a in guarded:
+        if a is None and (chain[:len(g)] == g or g[:len(chain)] == chain):
+            return True
+        if a is not None and chain == g and attr == a:
+            return True
+    return False
+
+
+class FlowWalker:
+    """Walks one function body with the guard of each statement and expression.
+
+    ``block(body, guard, guarded, protected, loops)`` walks statements: ``guard`` the formula
+    that holds where they run, ``guarded`` the :func:`guards_chain` checks that hold there,
+    ``protected`` whether a handler around them catches an ``AttributeError``, ``loops`` what
+    :meth:`loop_binding` bound for the enclosing loops.  ``flags`` maps local names assigned a
+    test once, unconditionally, to its formula; ``nested`` the nested functions and their call
+    sites (judged by a subclass after the body, if at all)."""
+
+    def __init__(self, lines, fn: ast.FunctionDef, cls: str | None = None):
+        self.lines = lines
+        self.cls = cls
+        self.fn = fn
+        args = fn.args.posonlyargs + fn.args.args
+        self.self_name = args[0].arg if (cls is not None and args) else None
+        self.flags: dict[str, tuple] = {}  # local variables assigned a test once: name -> formula
+        # nested functions of the body: name -> [def node, guard at the def, call sites
+        # (guard, guarded, protected, call)]; None for a name bound twice
+        self.nested: dict[str, list | None] = {}
+        self.inner: tuple | None = None  # while a subclass walks a nested function: its own data
+
+    def walk(self, guard: tuple = TRUE) -> None:
+        """Walk the whole body of the function under ``guard``."""
+        self.block(self.fn.body, guard, frozenset(), False, {})
+
+    def formula(self, node) -> tuple:
+        """The formula of a test here (the local flags known at this point included)."""
+        return formula(node, self.flags)
+
+    def split(self, test, guard, guarded) -> tuple:
+        """The guards of the two branches of ``test`` and the receivers it checks."""
+        chains = set(guarded)
+        guards_chain(test, chains)
+        t = self.formula(test)
+        return f_and(guard, t), f_and(guard, f_not(t)), frozenset(chains)
+
+    def pos(self, node) -> tuple:
+        """``(row, col, end_row, end_col)`` of a node: 1-based rows, 0-based character columns."""
+        return (node.lineno, self.lines.col(node.lineno, node.col_offset),
+                node.end_lineno, self.lines.col(node.end_lineno, node.end_col_offset))
+
+    # hooks -----------------------------------------------------------------------------------
+    def assign(self, targets, value, guard) -> None:
+        """An assignment of ``value`` to ``targets`` runs under ``guard`` (not in a nested function)."""
+
+    def attribute(self, node: ast.Attribute, guard, guarded, protected, loops) -> None:
+        """An attribute is read (``node.ctx`` is ``Load``)."""
+
+    def call(self, node: ast.Call, guard, guarded, protected, loops) -> None:
+        """A call is evaluated (before its children are walked)."""
+
+    def loop_binding(self, target: ast.AST, it: ast.AST) -> tuple | None:
+        """``(name, value)`` to bind in ``loops`` for a loop ``for target in it`` (also of a
+        comprehension); ``None`` binds nothing."""
+        return None
+
+    # statements ------------------------------------------------------------------------------
+    def block(self, body: list, guard: tuple, guarded: frozenset, protected: bool, loops: dict) -> None:
+        for stmt in body:
+            self.stmt(stmt, guard, guarded, protected, loops)
+            if isinstance(stmt, ast.If) and exits(stmt.body) and not stmt.orelse:
+                # `if test: return` guards every statement after it with `not test`
+                guard = f_and(guard, f_not(self.formula(stmt.test)))
+                chains = set(guarded)
+                guards_chain(stmt.test, chains)
+                guarded = frozenset(chains)
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        if isinstance(stmt, ast.If):
+            self.exprs([stmt.test], guard, guarded, protected, loops)
+            yes, no, chains = self.split(stmt.test, guard, guarded)
+            self.block(stmt.body, yes, chains, protected, loops)
+            self.block(stmt.orelse, no, chains, protected, loops)
+            return
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.exprs([stmt.iter], guard, guarded, protected, loops)
+            inner = dict(loops)
+            if isinstance(stmt.target, (ast.Name, ast.Tuple)):
+                bound = self.loop_binding(stmt.target, stmt.iter)
+                if bound is not None:
+                    inner[bound[0]] = bound[1]
+            self.block(stmt.body, guard, guarded, protected, inner)
+            self.block(stmt.orelse, guard, guarded, protected, loops)
+            return
+        if isinstance(stmt, (ast.While,)):
+            self.exprs([stmt.test], guard, guarded, protected, loops)
+            self.block(stmt.body, guard, guarded, protected, loops)
+            self.block(stmt.orelse, guard, guarded, protected, loops)
+            return
+        if isinstance(stmt, ast.Try) or (hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)):
+            self.block(stmt.body, guard, guarded, protected or catches_attribute_error(stmt.handlers), loops)
+            for h in stmt.handlers:
+                self.block(h.body, guard, guarded, protected, loops)
+            self.block(stmt.orelse, guard, guarded, protected, loops)
+            self.block(stmt.finalbody, guard, guarded, protected, loops)
+            return
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            suppress = any(isinstance(i.context_expr, ast.Call)
+                           and (dotted_name(i.context_expr.func) or "").endswith("suppress") for i in stmt.items)
+            self.exprs([i.context_expr for i in stmt.items], guard, guarded, protected, loops)
+            self.block(stmt.body, guard, guarded, protected or suppress, loops)
+            return
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # judged where it is called (a subclass's walk of nested functions); bound twice: never
+            self.nested[stmt.name] = [stmt, guard, []] if stmt.name not in self.nested else None
+            return
+        if isinstance(stmt, ast.ClassDef):
+            return  # nested classes run elsewhere (or never)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if self.inner is None:  # what a nested function assigns is not recorded
+                self.assign(targets, stmt.value, guard)
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    if t.id in self.flags or guard != TRUE:
+                        self.flags[t.id] = ("a", f"{t.id}@{stmt.lineno}")  # set twice or conditionally: opaque
+                    else:
+                        self.flags[t.id] = self.formula(stmt.value)
+        self.exprs([stmt], guard, guarded, protected, loops)
+
+    # expressions -----------------------------------------------------------------------------
+    def exprs(self, nodes, guard, guarded, protected, loops) -> None:
+        for node in nodes:
+            self.expr(node, guard, guarded, protected, loops)
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            return
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test, guard, guarded, protected, loops)
+            yes, no, chains = self.split(node.test, guard, guarded)
+            self.expr(node.body, yes, chains, protected, loops)
+            self.expr(node.orelse, no, chains, protected, loops)
+            return
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            chains = set(guarded)
+            g = guard
+            for v in node.values:
+                self.expr(v, g, frozenset(chains), protected, loops)
+                guards_chain(v, chains)
+                g = f_and(g, self.formula(v))
+            return
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            inner = dict(loops)
+            chains = set(guarded)
+            for gen in node.generators:
+                self.expr(gen.iter, guard, frozenset(chains), protected, inner)
+                bound = self.loop_binding(gen.target, gen.iter)
+                if bound is not None:
+                    inner[bound[0]] = bound[1]
+            for gen in node.generators:
+                for cond in gen.ifs:
+                    self.expr(cond, guard, frozenset(chains), protected, inner)
+                    guards_chain(cond, chains)
+            elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            for e in elts:
+                self.expr(e, guard, frozenset(chains), protected, inner)
+            return
+        if isinstance(node, ast.Lambda):
+            self.expr(node.body, guard, guarded, protected, loops)
+            return
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            self.attribute(node, guard, guarded, protected, loops)
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name) and self.nested.get(node.func.id):
+                self.nested[node.func.id][2].append((guard, guarded, protected, node))
+            self.call(node, guard, guarded, protected, loops)
+        for child in child_nodes(node):
+            self.expr(child, guard, guarded, protected, loops)
+
+
+class ReturnWalker(FlowWalker):
+    """A :class:`FlowWalker` that records the guard of every ``return`` of a function (with the
+    returned value's formula, ``None`` for a falsy constant or none) in ``returns``, and of every
+    ``raise`` in ``raises``."""
+
+    def __init__(self, lines, fn):
+        super().__init__(lines, fn)
+        self.returns: list = []
+        self.raises: list = []
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        if isinstance(stmt, ast.Raise):
+            self.raises.append(guard)
+            return
+        if isinstance(stmt, ast.Return):
+            value = stmt.value
+            if value is None or (isinstance(value, ast.Constant) and not value.value):
+                self.returns.append((guard, None))
+            else:  # the value's formula with the local flags as they are here
+                self.returns.append((guard, self.formula(value)))
+            return
+        super().stmt(stmt, guard, guarded, protected, loops)
+
+
+class CallWalker(FlowWalker):
+    """A :class:`FlowWalker` that records in ``found`` (node id -> guard) the guard of the calls
+    ``targets`` (node ids) of a function."""
+
+    def __init__(self, lines, fn, targets: set):
+        super().__init__(lines, fn)
+        self.targets = targets
+        self.found: dict = {}
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        if id(node) in self.targets:
+            self.found[id(node)] = guard
+        super().expr(node, guard, guarded, protected, loops)
+
+
+# -- nested functions --------------------------------------------------------------------------
+def bound_in(fn) -> frozenset[str]:
+    """The names a nested function binds itself (parameters, assignments, ``nonlocal``/``global``
+    names, nested definitions): they are not the enclosing method's."""
+    a = fn.args
+    out = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs} | {x.arg for x in (a.vararg, a.kwarg) if x}
+    for sub in fast_walk(fn):
+        if sub is fn:
+            continue
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, (ast.Store, ast.Del)):
+            out.add(sub.id)
+        elif isinstance(sub, (ast.Global, ast.Nonlocal)):
+            out.update(sub.names)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(sub.name)
+        elif isinstance(sub, ast.arg):
+            out.add(sub.arg)
+        elif isinstance(sub, ast.ExceptHandler) and sub.name:
+            out.add(sub.name)
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            out.update((n.asname or n.name).split(".")[0] for n in sub.names)
+    return frozenset(out)
+
+
+def only_called(outer, name: str) -> bool:
+    """Whether every use of ``name`` in function ``outer`` calls it (``name(...)``): it is not
+    handed out, returned, rebound or deleted, so its calls are all its runs."""
+    calls = loads = 0
+    for sub in fast_walk(outer):
+        if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
+            calls += 1
+        elif isinstance(sub, ast.Name) and sub.id == name:
+            if not isinstance(sub.ctx, ast.Load):
+                return False
+            loads += 1
+        elif isinstance(sub, (ast.Global, ast.Nonlocal)) and name in sub.names:
+            return False
+    return calls > 0 and loads == calls
+
+
+def int_const(node) -> bool:
+    """Whether ``node`` is an integer constant (``3``, ``-1``; not a bool)."""
+    return (isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool)) or (
+        isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and int_const(node.operand))
+
+
+def call_constants(fn, call: ast.Call) -> dict:
+    """The parameters of nested function ``fn`` that ``call`` binds to an integer constant
+    (passed by position or keyword, or left to an integer default) and that its body never
+    rebinds: name -> the constant's node."""
+    if any(isinstance(x, ast.Starred) for x in call.args) or any(k.arg is None for k in call.keywords):
+        return {}
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = dict(zip([p.arg for p in positional][len(positional) - len(a.defaults):], a.defaults))
+    defaults.update({p.arg: d for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None})
+    rebound = {sub.id for sub in fast_walk(fn) if isinstance(sub, ast.Name) and not isinstance(sub.ctx, ast.Load)}
+    rebound |= {n for sub in fast_walk(fn) if isinstance(sub, (ast.Global, ast.Nonlocal)) for n in sub.names}
+    bound = dict(zip([p.arg for p in positional], call.args))
+    bound.update({k.arg: k.value for k in call.keywords})
+    out = {}
+    for p in positional + a.kwonlyargs:
+        v = bound.get(p.arg, defaults.get(p.arg))
+        if p.arg not in rebound and v is not None and int_const(v):
+            out[p.arg] = v
+    return out
+
+
+def branches(value, guard, names: dict | None = None) -> list:
+    """``[(guard, value)]`` for each branch of a conditional expression ``value`` (nested ones
+    split further); a plain value is one branch under ``guard``."""
+    if isinstance(value, ast.IfExp):
+        t = formula(value.test, names)
+        return branches(value.body, f_and(guard, t), names) + branches(value.orelse, f_and(guard, f_not(t)), names)
+    return [(guard, value)]
+
+
+# -- what a function's returns and raises say --------------------------------------------------
+def own_nodes(fn):
+    """The nodes of ``fn``'s body outside nested functions, lambdas and classes."""
+    todo = list(fn.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(c for c in ast.iter_child_nodes(node)
+                    if not isinstance(c, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)))
+
+
+def truthy_only_when(fn: ast.FunctionDef, lines) -> tuple | None:
+    """A condition that holds whenever a call of the plain function ``fn`` returns a truthy value
+    (the disjunction, over its ``return`` statements, of the guard that reaches each one and of
+    the returned value's formula; ``return False`` / ``return None`` and falling off the end give
+    nothing), or ``None`` when it says nothing (``TRUE``) or cannot be told (a generator, a
+    ``return`` the walk does not reach, such as one inside a ``match``).
+
+    ``vllm``-style ``model_should_use_tied_lm_head(config, quant)`` (Aphrodite 0.24.1,
+    model_executor/models/utils.py:193) begins with ``if not getattr(config,
+    "tie_word_embeddings", False): return False``, so its result implies ``tie_word_embeddings``.
+    Atoms keep the module's convention (an attribute test is named by the attribute, shared with
+    the caller's guards: ``config.tie_word_embeddings``), except those that only mean something
+    inside ``fn`` (its parameters and local names, tests named by their text), which are renamed
+    ``fn@atom`` so that no guard of a caller can name them."""
+    own = list(own_nodes(fn))
+    if any(isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await)) for n in own):
+        return None
+    w = ReturnWalker(lines, fn)
+    w.walk()
+    if len(w.returns) != sum(isinstance(n, ast.Return) for n in own):
+        return None
+    need = f_or(*(f_and(guard, value) for guard, value in w.returns if value is not None))
+    if need == TRUE:
+        return None
+    bare = {n.id for n in own if isinstance(n, ast.Name)} | {a.arg for a in fast_walk(fn.args) if isinstance(a, ast.arg)}
+    shared = {n.attr for n in own if isinstance(n, ast.Attribute) and ref_chain(n) is not None} | {
+        n.args[1].value for n in own if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "getattr"
+        and len(n.args) >= 2 and isinstance(n.args[1], ast.Constant) and isinstance(n.args[1].value, str)}
+    keep = (shared - bare) | {"@first", "@last"}
+    return rename(need, lambda a: a if a in keep else f"{fn.name}@{a}")
+
+
+def raise_guards(tree: ast.Module, lines, wanted):
+    """For each function of ``tree`` whose text names ``pipeline_parallel_size`` and passes
+    ``wanted`` (text -> bool), the guards of its ``raise`` statements (:class:`ReturnWalker`):
+    where the tree refuses something under pipeline parallelism."""
+    for fn in fast_walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+        if "pipeline_parallel_size" not in body or not wanted(body):
+            continue
+        w = ReturnWalker(lines, fn)
+        w.walk()
+        yield w.raises

@@ -1,0 +1,288 @@
+"""Guards: when a line runs, as a boolean formula over *atoms*, and the one vocabulary of the
+words that name a pipeline-parallel rank or the pipeline size.
+
+Atoms: ``@first`` (``...is_first_rank``), ``@last`` (``...is_last_rank``) and any other test,
+named by its last dotted component (``self.config.tie_word_embeddings`` and
+``config.tie_word_embeddings`` are the same atom ``tie_word_embeddings``) or by its source text.
+A formula is plain data (it survives ``marshal`` in a cached summary)::
+
+    ("T",) | ("F",) | ("a", name) | ("not", f) | ("and", (f, ...)) | ("or", (f, ...))
+
+A line fails on some rank when ``guard(line) and failure`` is satisfiable with at most one of
+``@first``/``@last`` true (``pipeline_parallel_size >= 2``); other atoms are free
+(:func:`satisfying`).
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+
+from .. import facts as F
+from ..index.summary import ref_chain
+
+TRUE = ("T",)
+FALSE = ("F",)
+FIRST = ("a", "@first")
+LAST = ("a", "@last")
+RANK_ATOMS = frozenset({"@first", "@last"})
+
+# -- the vocabulary ----------------------------------------------------------------------------
+# the properties of vLLM's / SGLang's pipeline group that say the rank's place
+# (vllm/distributed/parallel_state.py GroupCoordinator.is_first_rank / is_last_rank)
+RANK_PREDICATES = {F.FIRST_RANK_PREDICATE: FIRST, F.LAST_RANK_PREDICATE: LAST}
+# names whose value is the pipeline size (``parallel_config.pipeline_parallel_size``,
+# ``get_pp_group().world_size``, SGLang's ``server_args.pp_size``)
+PP_SIZE_NAMES = frozenset({"pipeline_parallel_size", "pp_size", "world_size"})
+# words whose presence in a test means it depends on the rank or its layer range (the stage):
+# the predicates, the group, the layer range a rank owns and the placeholder of missing layers
+STAGE_WORDS = frozenset({F.FIRST_RANK_PREDICATE, F.LAST_RANK_PREDICATE, "get_pp_group", "pp_group",
+                         "start_layer", "end_layer", "get_pp_indices", F.PLACEHOLDER_CLASS})
+# number-of-layers names: ``n - 1`` with one of them is the last layer's index
+LAYER_COUNT_NAMES = frozenset({"num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_layer"})
+
+
+def names_pp_size(text: str) -> bool:
+    """Whether an expression's source text reads the pipeline size: it ends in
+    ``pipeline_parallel_size`` or ``pp_size``, or in ``world_size`` of something named ``pp``
+    (``get_pp_group().world_size``; a bare ``world_size`` may be the tensor-parallel one)."""
+    return text.endswith(("pipeline_parallel_size", "pp_size")) or (text.endswith("world_size") and "pp" in text)
+
+
+def rank_predicate(node: ast.AST) -> tuple | None:
+    """:data:`FIRST` / :data:`LAST` when ``node`` reads ``is_first_rank`` / ``is_last_rank`` (of
+    any receiver, also called); ``None`` otherwise."""
+    chain = ref_chain(node.func) if isinstance(node, ast.Call) else ref_chain(node)
+    last = chain[-1] if chain else (node.attr if isinstance(node, ast.Attribute) else None)
+    return RANK_PREDICATES.get(last)
+
+
+# -- formulas ----------------------------------------------------------------------------------
+def f_and(*fs) -> tuple:
+    """The conjunction of formulas (``TRUE`` for none)."""
+    fs = tuple(f for f in fs if f != TRUE)
+    if not fs:
+        return TRUE
+    return fs[0] if len(fs) == 1 else ("and", fs)
+
+
+def f_or(*fs) -> tuple:
+    """The disjunction of formulas (``FALSE`` for none)."""
+    if any(f == TRUE for f in fs):
+        return TRUE
+    fs = tuple(f for f in fs if f != FALSE)
+    if not fs:
+        return FALSE
+    return fs[0] if len(fs) == 1 else ("or", fs)
+
+
+def f_not(f) -> tuple:
+    """The negation of a formula."""
+    if f == TRUE:
+        return FALSE
+    if f == FALSE:
+        return TRUE
+    return f[1] if f[0] == "not" else ("not", f)
+
+
+def atoms(f, out: set | None = None) -> set:
+    """The atom names of ``f``, added to ``out`` (a new set when omitted)."""
+    out = set() if out is None else out
+    if f[0] == "a":
+        out.add(f[1])
+    elif f[0] == "not":
+        atoms(f[1], out)
+    elif f[0] in ("and", "or"):
+        for g in f[1]:
+            atoms(g, out)
+    return out
+
+
+def evaluate(f, env: dict) -> bool:
+    """The value of ``f`` under ``env`` (atom name -> bool); ``KeyError`` for an atom it lacks."""
+    k = f[0]
+    if k == "T":
+        return True
+    if k == "F":
+        return False
+    if k == "a":
+        return env[f[1]]
+    if k == "not":
+        return not evaluate(f[1], env)
+    if k == "and":
+        return all(evaluate(g, env) for g in f[1])
+    return any(evaluate(g, env) for g in f[1])
+
+
+def satisfying(f) -> dict | None:
+    """An assignment of the atoms that makes ``f`` true on a pipeline-parallel rank (never both
+    ``@first`` and ``@last``), or ``None``.  At most 16 atoms are enumerated; a formula with more
+    counts as unsatisfiable (silence over a guess)."""
+    names = sorted(atoms(f) - RANK_ATOMS)
+    if len(names) > 16:
+        return None
+    # the first and the last rank before a middle one (which needs pipeline_parallel_size >= 3)
+    for first, last in ((True, False), (False, True), (False, False)):
+        for values in itertools.product((False, True), repeat=len(names)):
+            env = dict(zip(names, values), **{"@first": first, "@last": last})
+            if evaluate(f, env):
+                return env
+    return None
+
+
+def implies(f, g) -> bool:
+    """Whether ``f`` implies ``g`` on every pipeline-parallel rank (``f and not g`` has no
+    :func:`satisfying` assignment; more than 16 free atoms count as implied)."""
+    return satisfying(f_and(f, f_not(g))) is None
+
+
+def can_hold(f, rank: tuple | None = None) -> bool:
+    """Whether ``f`` can hold on some pipeline-parallel rank (on ``rank``, :data:`FIRST` or
+    :data:`LAST`, when given)."""
+    return satisfying(f if rank is None else f_and(f, rank)) is not None
+
+
+def rank_atoms(f) -> set:
+    """The rank atoms (``@first``, ``@last``) a formula mentions."""
+    return atoms(f) & RANK_ATOMS
+
+
+def rank_words(env: dict) -> str:
+    """Which pipeline-parallel rank an assignment of :func:`satisfying` describes."""
+    if env.get("@first"):
+        return "the first pipeline-parallel rank"
+    if env.get("@last"):
+        return "the last pipeline-parallel rank (rank > 0)"
+    return "a middle pipeline-parallel rank (pipeline_parallel_size >= 3)"
+
+
+def describe(f) -> str:
+    """A guard formula in words (``not is_first_rank and tie_word_embeddings``)."""
+    k = f[0]
+    if k == "T":
+        return "always"
+    if k == "F":
+        return "never"
+    if k == "a":
+        return {"@first": "is_first_rank", "@last": "is_last_rank"}.get(f[1], f[1])
+    if k == "not":
+        return f"not {describe(f[1])}" if f[1][0] == "a" else f"not ({describe(f[1])})"
+    joiner = " and " if k == "and" else " or "
+    return joiner.join(describe(g) if g[0] in ("a", "not") else f"({describe(g)})" for g in f[1])
+
+
+def when(f) -> str:
+    """When a guard formula holds, as words that follow a verb: ``when not is_first_rank``, ``on
+    every rank`` (always), ``on no rank`` (never)."""
+    if f == TRUE:
+        return "on every rank"
+    if f == FALSE:
+        return "on no rank"
+    return f"when {describe(f)}"
+
+
+def runs_when(guard) -> str:
+    """``this line runs when ...`` / ``this line runs on every rank`` for a line's guard."""
+    return f"this line runs {when(guard)}"
+
+
+def witness(env: dict, rank: str) -> dict:
+    """A finding's witness: the ranks it fails on (``rank``, words) and the values of the other
+    tests of ``env`` (a :func:`satisfying` assignment: ``{"tie_word_embeddings": True}``), the
+    configuration under which the failing line runs."""
+    return {"ranks": rank, "config": {k: v for k, v in sorted(env.items()) if not k.startswith("@")}}
+
+
+def describe_env(env: dict) -> str:
+    """`` with a=True, b=False`` for the configuration atoms of an assignment (``""`` for none)."""
+    other = [f"{k}={v}" for k, v in sorted(env.items()) if not k.startswith("@")]
+    return f" with {', '.join(other)}" if other else ""
+
+
+def rename(f, how) -> tuple:
+    """``f`` with each atom name ``a`` replaced by ``how(a)``."""
+    k = f[0]
+    if k == "a":
+        return ("a", how(f[1]))
+    if k == "not":
+        return ("not", rename(f[1], how))
+    if k in ("and", "or"):
+        return (k, tuple(rename(g, how) for g in f[1]))
+    return f
+
+
+def substitute(f, atom: str, by) -> tuple:
+    """``f`` with the atom ``atom`` replaced by the formula ``by``."""
+    k = f[0]
+    if k == "a":
+        return by if f[1] == atom else f
+    if k == "not":
+        return f_not(substitute(f[1], atom, by))
+    if k == "and":
+        return f_and(*(substitute(g, atom, by) for g in f[1]))
+    if k == "or":
+        return f_or(*(substitute(g, atom, by) for g in f[1]))
+    return f
+
+
+# -- tests as formulas -------------------------------------------------------------------------
+def atom(node: ast.AST, names: dict | None = None) -> tuple:
+    """The atom of a test that is not a boolean operation: a local flag's formula (``names``), a
+    rank predicate, ``getattr(x, "name", ...)`` as ``name``, a dotted read by its last name, or
+    the test's source text."""
+    if names and isinstance(node, ast.Name) and node.id in names:
+        return names[node.id]  # a local flag: `keep = pp.is_first_rank or tie` ... `if keep:`
+    chain = ref_chain(node.func) if isinstance(node, ast.Call) else ref_chain(node)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+        return ("a", node.args[1].value)
+    rank = rank_predicate(node)
+    if rank is not None:
+        return rank
+    if chain is not None and not isinstance(node, ast.Call):
+        return ("a", chain[-1])
+    return ("a", ast.unparse(node))
+
+
+def pp_size_test(node: ast.AST) -> tuple | None:
+    """``pp_group.world_size == 1`` is false and ``> 1`` / ``!= 1`` true under pipeline
+    parallelism (the only setting the rules judge); ``None`` for other tests."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant)
+            and node.comparators[0].value == 1):
+        return None
+    left = ast.unparse(node.left)
+    if not (left.endswith("pipeline_parallel_size") or (left.endswith("world_size") and "pp" in left)):
+        return None
+    op = node.ops[0]
+    if isinstance(op, (ast.Eq, ast.LtE)):
+        return FALSE
+    if isinstance(op, (ast.NotEq, ast.Gt)):
+        return TRUE
+    return None
+
+
+def pp_only_test(node: ast.AST) -> bool:
+    """``pp_size > 1``, ``pipeline_parallel_size != 1``, ``pp_size >= 2`` (any receiver): true only
+    under pipeline parallelism."""
+    if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.comparators[0], ast.Constant)):
+        return False
+    left, op, value = ast.unparse(node.left), node.ops[0], node.comparators[0].value
+    if not (left.endswith("pp_size") or left.endswith("pipeline_parallel_size")):
+        return False
+    return (isinstance(op, (ast.Gt, ast.NotEq)) and value == 1) or (isinstance(op, ast.GtE) and value == 2)
+
+
+def formula(node: ast.AST, names: dict | None = None) -> tuple:
+    """The guard formula of a test (see the module docstring); ``names`` maps local variables to
+    the formulas they were assigned (``keep = pp.is_first_rank or tie``)."""
+    pp = pp_size_test(node)
+    if pp is not None:
+        return pp
+    if isinstance(node, ast.BoolOp):
+        parts = [formula(v, names) for v in node.values]
+        return f_and(*parts) if isinstance(node.op, ast.And) else f_or(*parts)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        return f_not(formula(node.operand, names))
+    if isinstance(node, ast.Constant):
+        return TRUE if node.value else FALSE
+    return atom(node, names)

@@ -1,0 +1,173 @@
+"""The object a rule asks about pipeline-parallel execution: :class:`RankFacts`, one per run
+(``RankFacts.of(ctx)``), which ties together the services of this package and the engines.
+
+Each service keeps its own memo for the run and reaches the others through the model:
+
+* ``reader``: :class:`~.reader.TreeReader`, the files of the analysed tree;
+* ``values``: :class:`~.values.Values`, what an attribute holds on each rank;
+* ``calls``: :class:`~.calls.Calls`, callers and the guards of their calls, helpers;
+* ``vllm`` / ``sglang``: :class:`~pp_attr_lint.engines.vllm.VllmEngine`,
+  :class:`~pp_attr_lint.engines.sglang.SglangEngine`, what the engine loads and refuses.
+
+The methods below are the questions the rules ask; each says which service answers it.
+"""
+
+from __future__ import annotations
+
+
+from ..engines.sglang import SglangEngine
+from ..engines.vllm import VllmEngine
+from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # one key for the collector and the rules
+from ..resolve import Unresolved
+from .calls import Calls
+from .reader import TreeReader
+from .values import Values
+
+
+class RankFacts:
+    """Answers, across files, what runs on each rank and what each value is there (memoized per
+    run).  ``ctx`` is the rule context of the file being checked; it changes as the run goes
+    (:meth:`of` keeps one model per project and points it at the current file)."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+        self.r = ctx.resolver
+        self.reader = TreeReader(self)
+        self.values = Values(self)
+        self.calls = Calls(self)
+        self.vllm = VllmEngine(self)
+        self.sglang = SglangEngine(self)
+
+    @classmethod
+    def of(cls, ctx) -> "RankFacts":
+        """The model of ``ctx``'s run, pointed at ``ctx``'s file."""
+        got = ctx.shared.get(FACTS_KEY)
+        if got is None or got.ctx.project is not ctx.project:
+            got = ctx.shared[FACTS_KEY] = cls(ctx)
+        got.ctx = ctx
+        return got
+
+    # -- guards --------------------------------------------------------------------------------
+    def satisfying(self, f, local, cls: str | None, fline: int):
+        """:meth:`Calls.satisfying <pp_attr_lint.semantic.calls.Calls.satisfying>`: an assignment
+        that makes ``f`` true on some rank, knowing what the helpers named in ``local`` imply."""
+        return self.calls.satisfying(f, local, cls, fline)
+
+    def atom_implies(self, atom: str, cls: str | None, fline: int):
+        """:meth:`Calls.atom_implies <pp_attr_lint.semantic.calls.Calls.atom_implies>`."""
+        return self.calls.atom_implies(atom, cls, fline)
+
+    # -- values --------------------------------------------------------------------------------
+    def module_facts(self, module: str) -> dict | None:
+        """The collector's facts of ``module`` (:func:`~.values.collect`), ``None`` when none."""
+        return self.values.module_facts(module)
+
+    def is_placeholder_call(self, module: str, callee: str | None) -> bool:
+        """Whether ``callee`` (a dotted name called in ``module``) builds a ``PPMissingLayer``."""
+        return self.values.is_placeholder_call(module, callee)
+
+    def placeholder_safe_attrs(self) -> frozenset | None:
+        """:meth:`Values.placeholder_safe_attrs <pp_attr_lint.semantic.values.Values.placeholder_safe_attrs>`."""
+        return self.values.placeholder_safe_attrs()
+
+    def placeholder_condition(self, key, attr: str):
+        """:meth:`Values.placeholder_condition <pp_attr_lint.semantic.values.Values.placeholder_condition>`."""
+        return self.values.placeholder_condition(key, attr)
+
+    def is_layer_list(self, key, attr: str) -> bool:
+        """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
+        return self.values.is_layer_list(key, attr)
+
+    def list_guard(self, key, attr: str) -> tuple:
+        """:meth:`Values.list_guard <pp_attr_lint.semantic.values.Values.list_guard>`."""
+        return self.values.list_guard(key, attr)
+
+    def conditional_list_note(self, owners, attr: str) -> str | None:
+        """:meth:`Values.conditional_list_note <pp_attr_lint.semantic.values.Values.conditional_list_note>`."""
+        return self.values.conditional_list_note(owners, attr)
+
+    def list_flag_off(self, key, attr: str) -> bool:
+        """:meth:`Values.list_flag_off <pp_attr_lint.semantic.values.Values.list_flag_off>`."""
+        return self.values.list_flag_off(key, attr)
+
+    def receiver_classes(self, chain: tuple, cls: str | None, fline: int):
+        """Classes ``chain`` may be in the function at ``fline`` of class ``cls`` of this file."""
+        return self.values.receiver_classes(chain, cls, fline)
+
+    def list_owners(self, chain: tuple, cls: str | None, fline: int):
+        """:meth:`Values.list_owners <pp_attr_lint.semantic.values.Values.list_owners>`; see
+        :attr:`owner_failure` for why it found none."""
+        return self.values.list_owners(chain, cls, fline)
+
+    @property
+    def owner_failure(self):
+        """What stopped the last :meth:`list_owners`, when it is code the run does not have."""
+        return self.values.owner_failure
+
+    def where(self, entry_line) -> str:
+        """``path:line`` of ``((module, class), line)``."""
+        return self.values.where(entry_line)
+
+    # -- calls ---------------------------------------------------------------------------------
+    def caller_rank(self, cls: str, fname: str) -> tuple | None:
+        """:meth:`Calls.caller_rank <pp_attr_lint.semantic.calls.Calls.caller_rank>`: the one rank
+        every caller of method ``fname`` of class ``cls`` runs on, ``None`` when not known."""
+        return self.calls.caller_rank(cls, fname)
+
+    def rank_alias(self, attr: str) -> tuple | None:
+        """:meth:`Calls.rank_alias <pp_attr_lint.semantic.calls.Calls.rank_alias>`."""
+        return self.calls.rank_alias(attr)
+
+    def tree_files(self, *needles: bytes) -> list | None:
+        """:meth:`TreeReader.tree_files <pp_attr_lint.semantic.reader.TreeReader.tree_files>`:
+        ``(path, module, tree, lines)`` of the files of the analysed tree holding a needle."""
+        return self.reader.tree_files(*needles)
+
+    # -- engines -------------------------------------------------------------------------------
+    def module_runs_under_pp(self, module: str) -> bool:
+        """:meth:`VllmEngine.module_runs_under_pp <pp_attr_lint.engines.vllm.VllmEngine.module_runs_under_pp>`."""
+        return self.vllm.module_runs_under_pp(module)
+
+    def refuses_unsupported_models(self, top: str) -> bool:
+        """:meth:`VllmEngine.refuses_unsupported_models <pp_attr_lint.engines.vllm.VllmEngine.refuses_unsupported_models>`."""
+        return self.vllm.refuses_unsupported_models(top)
+
+    def feature_refuses_pp(self, flag: str):
+        """:meth:`VllmEngine.feature_refuses_pp <pp_attr_lint.engines.vllm.VllmEngine.feature_refuses_pp>`."""
+        return self.vllm.feature_refuses_pp(flag)
+
+    def registrations(self) -> list:
+        """:meth:`VllmEngine.registrations <pp_attr_lint.engines.vllm.VllmEngine.registrations>`."""
+        return self.vllm.registrations()
+
+    def pp_forward_requirement(self, top: str) -> tuple | None:
+        """:meth:`SglangEngine.pp_forward_requirement <pp_attr_lint.engines.sglang.SglangEngine.pp_forward_requirement>`."""
+        return self.sglang.pp_forward_requirement(top)
+
+    def entry_classes(self, module: str) -> list | None:
+        """:meth:`SglangEngine.entry_classes <pp_attr_lint.engines.sglang.SglangEngine.entry_classes>`."""
+        return self.sglang.entry_classes(module)
+
+    def forward_accepts(self, key, parameter: str) -> bool | None:
+        """:meth:`SglangEngine.forward_accepts <pp_attr_lint.engines.sglang.SglangEngine.forward_accepts>`."""
+        return self.sglang.forward_accepts(key, parameter)
+
+    def refused_under_pp(self, module: str, cls: str | None) -> bool:
+        """:meth:`SglangEngine.refused_under_pp <pp_attr_lint.engines.sglang.SglangEngine.refused_under_pp>`:
+        whether the engine never runs class ``cls`` of ``module`` under PP."""
+        return self.sglang.refused_under_pp(module, cls)
+
+    def unless_refused(self, code: str, cls: str | None, findings: list) -> list:
+        """``findings`` of rule ``code`` on lines of class ``cls`` in this file: none when the
+        engine never runs the class under PP (:meth:`refused_under_pp`), a
+        :class:`~pp_attr_lint.model.NotJudged` record at each one's place when that cannot be
+        established, the findings themselves otherwise."""
+        if not findings:
+            return findings
+        try:
+            return [] if self.refused_under_pp(self.ctx.module, cls) else findings
+        except Unresolved as e:
+            from ..model import NotJudged
+
+            return [NotJudged(code=code, reason=e.reason, path=self.ctx.file.path, row=f.row, column=f.column,
+                              detail=e.detail) for f in findings]

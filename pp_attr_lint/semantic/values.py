@@ -1,0 +1,613 @@
+"""What an attribute holds on each pipeline-parallel rank: the placeholders (``PPMissingLayer``)
+a model assigns on the ranks that do not own a layer, the ``make_layers`` lists whose slots
+outside a rank's range are placeholders, and the classes a receiver may hold.
+
+The collector (:func:`collect`) records, per module, with positions (1-based rows, 0-based
+character columns):
+
+* ``assigns``: ``(class, method, attr, line, callee or None, guard)`` for ``self.attr = value``
+  (one per branch of a conditional expression); ``callee`` is the dotted name of a called class;
+* ``lists``: ``(class, attr, line, guard)`` for ``self.a, self.b, self.attr = make_layers(...)``;
+* ``uses``: one record per read that a placeholder could break, see :func:`collect`;
+* ``helpers``: plain functions of the module whose truthy result implies a condition
+  (:func:`~.flow.truthy_only_when`).
+
+:class:`Values` answers, across files, what an instance's attribute holds after the
+``__init__`` that runs.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from .. import facts as F
+from ..index.summary import dotted_name, ref_chain
+from ..index.spec import RANK_FACTS_KEY as FACTS_KEY
+from ..resolve import adds_no_attribute
+from .flow import FlowWalker, bound_in, branches, call_constants, is_guarded, only_called, truthy_only_when
+from .guards import FIRST, LAST, LAYER_COUNT_NAMES, TRUE, atoms, evaluate, f_and, f_not, f_or, rank_atoms, when
+
+# attribute names that vLLM and SGLang models assign a placeholder to on ranks that do not own
+# them (llama.py, qwen2.py, ...: `embed_tokens`, `norm`, `lm_head`; gpt2/bloom: `wte`, `ln_f`)
+PLACEHOLDER_NAMES = frozenset({"embed_tokens", "norm", "lm_head", "final_layernorm", "wte", "ln_f",
+                               "embed_in", "final_layer_norm", "word_embeddings"})
+# `lm_head` is used on the last rank: compute_logits passes it to LogitsProcessor, which reads
+# its `weight` / `quant_method` (vllm/model_executor/layers/logits_processor.py)
+LAST_RANK_ATTRS = frozenset({"lm_head"})
+# methods that read attributes of their argument: ParallelLMHead.tie_weights(embed_tokens) reads
+# `embed_tokens.weight` (vllm/model_executor/layers/vocab_parallel_embedding.py)
+ARG_READERS = {"tie_weights": "weight"}
+# the reasons a receiver's class was not found that say the run lacks code, not that the code
+# cannot be told (a plugin checked without vLLM installed): a read then is listed as not judged
+MISSING_CODE = frozenset({"module-not-found", "unknown-base", "syntax-error"})
+
+
+def index_kind(node: ast.AST, consts: dict | None = None) -> str | None:
+    """``first`` for ``0``, ``last`` for ``-1`` / ``n - 1`` (n a layer count), ``const`` for another
+    constant; ``None`` for an index that depends on the rank's range or a variable.  ``consts``
+    maps the parameters of a nested function that every call binds to one constant to its node."""
+    if consts and isinstance(node, ast.Name) and node.id in consts:
+        return index_kind(consts[node.id])
+    if isinstance(node, ast.Constant) and isinstance(node.value, int) and not isinstance(node.value, bool):
+        return "first" if node.value == 0 else ("last" if node.value == -1 else "const")
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
+            and isinstance(node.operand.value, int):
+        return "last" if node.operand.value == 1 else "const"
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Sub) and isinstance(node.right, ast.Constant) \
+            and node.right.value == 1:
+        left = node.left
+        name = (ref_chain(left) or (None,))[-1]
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Name) and left.func.id == "len":
+            return "last"
+        if name in LAYER_COUNT_NAMES:
+            return "last"
+    return None
+
+
+def loop_source(it: ast.AST):
+    """``(chain, enumerated)`` when a loop walks every slot of ``chain`` (``for x in a.layers``,
+    ``enumerate(a.layers)``, ``zip(...)`` is not followed); ``None`` otherwise (slices,
+    ``islice``, ``range(start_layer, end_layer)``)."""
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args:
+        c = ref_chain(it.args[0])
+        return (c, True) if c is not None and len(c) >= 2 else None
+    c = ref_chain(it)
+    return (c, False) if c is not None and len(c) >= 2 else None
+
+
+def loop_var(target: ast.AST, enumerated: bool) -> str | None:
+    """The name a loop binds to each slot (the second of ``i, x`` when enumerated)."""
+    if enumerated:
+        if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name):
+            return target.elts[1].id
+        return None
+    return target.id if isinstance(target, ast.Name) else None
+
+
+class PlaceholderCollector(FlowWalker):
+    """A :class:`~.flow.FlowWalker` that records into ``out`` (see :func:`collect`) the
+    placeholder assignments, ``make_layers`` lists and reads of one method; ``names`` are the
+    attribute names a placeholder may be assigned to."""
+
+    def __init__(self, lines, out: dict, cls: str | None, fn: ast.FunctionDef, names: frozenset):
+        super().__init__(lines, fn, cls)
+        self.out = out
+        self.names = names
+
+    def use(self, kind: str, chain, attr, node, guard, guarded: bool, extra=None) -> None:
+        if self.inner is not None and (chain[0] != self.self_name or chain[0] in self.inner[2]):
+            return  # in a nested function, only reads through the enclosing method's `self`
+        self.out["uses"].append((kind, self.cls, self.fn.lineno, chain, attr, self.pos(node), guard, guarded, extra))
+
+    def loop_binding(self, target, it):
+        src = loop_source(it)
+        if src is None:
+            return None
+        var = loop_var(target, src[1])
+        return None if var is None else (var, (src[0], self.iter_info(it, src[1])))
+
+    def iter_info(self, it: ast.AST, enumerated: bool) -> tuple:
+        """(position of the loop's iterable, enumerated, whether a fix can rewrite it)."""
+        simple = not enumerated or (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords)
+        return (self.pos(it), enumerated, simple)
+
+    def assign(self, targets, value, guard) -> None:
+        for t in targets:
+            if isinstance(t, ast.Tuple) and isinstance(value, ast.Call) and \
+                    (dotted_name(value.func) or "").rsplit(".", 1)[-1] == F.MAKE_LAYERS:
+                attrs = [e.attr for e in t.elts if isinstance(e, ast.Attribute)
+                         and isinstance(e.value, ast.Name) and e.value.id == self.self_name]
+                rest = [a for a in attrs if a not in F.RANGE_ATTRIBUTES]
+                if len(attrs) == len(t.elts) == 3 and len(rest) == 1:
+                    self.out["lists"].append((self.cls, rest[0], t.lineno, guard))
+            if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self.self_name):
+                continue
+            for g, v in branches(value, guard, self.flags):
+                callee = dotted_name(v.func) if isinstance(v, ast.Call) else None
+                if t.attr in self.names:  # only these are ever asked about (placeholder_condition)
+                    self.out["assigns"].append((self.cls, self.fn.name, t.attr, t.lineno, callee, g))
+                if t.attr in LAST_RANK_ATTRS:
+                    c = ref_chain(v)
+                    if c is not None and len(c) >= 2 and c[-1] in self.names:
+                        self.use("alias", c, t.attr, v, g, False)
+
+    def call(self, node, guard, guarded, protected, loops) -> None:
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ARG_READERS:
+            for a in node.args[:1]:
+                c = ref_chain(a)
+                if c is not None and len(c) >= 2 and c[-1] in self.names:
+                    self.use("arg", c, ARG_READERS[node.func.attr], a, guard,
+                             protected or is_guarded(c, ARG_READERS[node.func.attr], guarded), node.func.attr)
+
+    def attribute(self, node: ast.Attribute, guard, guarded, protected, loops) -> None:
+        recv = node.value
+        chain = ref_chain(recv)
+        if chain is not None and len(chain) >= 2 and chain[-1] in self.names:
+            self.use("read", chain, node.attr, node, guard, protected or is_guarded(chain, node.attr, guarded))
+        elif chain is not None and len(chain) == 1 and chain[0] in loops:
+            src, info = loops[chain[0]]
+            self.use("loop", src, node.attr, node, guard, protected or is_guarded(chain, node.attr, guarded), (chain[0], *info))
+        elif isinstance(recv, ast.Subscript):
+            base = ref_chain(recv.value)
+            consts = self.inner[1] if self.inner is not None else None
+            kind = index_kind(recv.slice, consts)
+            if base is not None and len(base) >= 2 and kind is not None:
+                via = (recv.slice.id, ast.unparse(consts[recv.slice.id])) \
+                    if consts and isinstance(recv.slice, ast.Name) and recv.slice.id in consts else None
+                seen = (("#index", *base, ast.dump(recv.slice)), node.attr) in guarded
+                self.use("index", base, node.attr, node, guard,
+                         protected or seen or is_guarded(base, None, guarded), (kind, self.pos(recv.slice), via))
+
+    def walk_nested(self) -> None:
+        """Judge the body of each nested function (a ``def`` in the method, at any depth) like the
+        method's own lines when it closes over the method's ``self``: once per set of calls that
+        bind its parameters to the same integer constants, under the guards of those calls, each
+        such parameter replaced by its constant (``def f(layer_id=0): self.layers[layer_id].mlp``
+        ... ``f(layer_id=0)``).  Only nested functions that are called by name and never used
+        otherwise (handed out, returned) are walked, and in them only reads through ``self``."""
+        done: set[int] = set()
+        while True:
+            todo = [(name, v) for name, v in self.nested.items() if v and v[2] and id(v[0]) not in done]
+            if not todo:
+                return
+            for name, (fn, _def_guard, calls) in todo:
+                done.add(id(fn))
+                own = bound_in(fn)
+                if self.self_name is None or self.self_name in own or not only_called(self.fn, name):
+                    continue
+                groups: dict[tuple, list] = {}
+                for call in calls:
+                    consts = call_constants(fn, call[3])
+                    groups.setdefault(tuple(sorted((k, ast.dump(v)) for k, v in consts.items())), [consts]).append(call)
+                merged: dict[tuple, list] = {}
+                for consts, *group in groups.values():
+                    saved_flags, saved_inner, saved_uses = self.flags, self.inner, self.out["uses"]
+                    self.flags = {k: v for k, v in saved_flags.items() if k not in own}
+                    self.inner = (fn.name, consts, own)
+                    self.out["uses"] = []
+                    try:
+                        self.block(fn.body, f_or(*[c[0] for c in group]),
+                                   frozenset.intersection(*[frozenset(c[1]) for c in group]),
+                                   all(c[2] for c in group), {})
+                        uses = self.out["uses"]
+                    finally:
+                        self.flags, self.inner, self.out["uses"] = saved_flags, saved_inner, saved_uses
+                    for u in uses:  # one use per line read, under any of the groups' guards
+                        key = (u[0], u[3], u[4], u[5])
+                        if key not in merged:
+                            merged[key] = list(u)
+                        elif merged[key][8] == u[8]:
+                            merged[key][6] = f_or(merged[key][6], u[6])
+                            merged[key][7] = merged[key][7] and u[7]
+                self.out["uses"].extend(tuple(u) for u in merged.values())
+
+
+def placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
+    """The attributes this module assigns a value whose text names ``PPMissingLayer``
+    (``x.attr = PPMissingLayer()``, ``self.norm = RMSNorm(...) if last else PPMissingLayer()``).
+    Only the statements whose lines hold that name are visited (an assignment is always a
+    statement), not every node of the module."""
+    from ..index.summary import statements_on_lines
+
+    marked = [i for i, text in enumerate(lines.lines, 1) if F.PLACEHOLDER_CLASS in text]
+    if not marked:
+        return frozenset()
+    out = set()
+    for node in statements_on_lines(tree.body, marked):
+        if isinstance(node, ast.Assign) \
+                and F.PLACEHOLDER_CLASS in "".join(lines.lines[node.value.lineno - 1:node.value.end_lineno]):
+            out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
+    return frozenset(out)
+
+
+def collect(tree: ast.Module, lines) -> dict | None:
+    """The placeholder facts of one module (see the module docstring).  ``uses`` holds
+    ``(kind, class, function line, chain, attr, (row, col, end_row, end_col), guard, guarded,
+    extra)``: ``read`` (``chain.attr`` where ``chain`` ends in a name a placeholder may be
+    assigned to), ``alias`` (``self.lm_head = chain``), ``arg`` (``x.tie_weights(chain)``),
+    ``index`` (``chain[k].attr``; extra = (index kind, index position)), ``loop``
+    (``for v in chain: v.attr``; extra = the loop variable); ``guarded`` is true under an
+    ``isinstance``/``hasattr`` test of the receiver or a handler of ``AttributeError``."""
+    out: dict[str, Any] = {"assigns": [], "lists": [], "uses": []}
+    names = PLACEHOLDER_NAMES | placeholder_targets(tree, lines)
+    # a function is walked only when its text can hold what this module records: a placeholder
+    # assignment (and its real twin beside it), a make_layers list, a read through a name that may
+    # hold a placeholder, an alias into lm_head, a tied weight, a fixed slot or a loop of a list
+    triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "tie_weights(", "lm_head =",
+                                                   ".layers[", ".layers:", ".layers)"})
+
+    def worth(fn) -> bool:
+        body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+        return any(t in body for t in triggers)
+
+    def visit(body, cls):
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                visit(node.body, node.name if cls is None else None)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and worth(node) \
+                    and node.name not in F.NOT_RUN_UNDER_PP_METHODS:
+                w = PlaceholderCollector(lines, out, cls, node, names)
+                rank = F.RANK_OF_METHOD.get(node.name) if cls is not None else None
+                start = FIRST if rank == "first" else LAST if rank == "last" else TRUE
+                w.block(node.body, start, frozenset(), False, {})
+                w.walk_nested()
+            elif isinstance(node, (ast.If, ast.Try)):
+                for b in (node.body, node.orelse, getattr(node, "finalbody", [])):
+                    visit(b, cls)
+
+    visit(tree.body, None)
+    helpers = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and not node.decorator_list \
+                and "return False" in "".join(lines.lines[node.lineno - 1:node.end_lineno]):
+            need = truthy_only_when(node, lines)
+            if need is not None:
+                helpers[node.name] = need
+    if helpers:
+        out["helpers"] = helpers
+    if not (out["assigns"] or out["uses"] or out["lists"] or helpers):
+        return None
+    return out
+
+
+def _init_line(r, entry) -> int | None:
+    scope = r.class_record(entry)["methods"].get("__init__")
+    return None if scope is None else scope["line"]
+
+
+class Values:
+    """What an attribute holds on each rank, for a :class:`~.model.RankFacts` ``model``
+    (memoized per run)."""
+
+    def __init__(self, model):
+        self.m = model
+        self._memo: dict = {}
+        self.owner_failure = None  # set by list_owners
+
+    @property
+    def ctx(self):
+        return self.m.ctx
+
+    @property
+    def r(self):
+        return self.m.r
+
+    def module_facts(self, module: str) -> dict | None:
+        s = self.ctx.project.summary(module)
+        return None if s is None else s.get("facts", {}).get(FACTS_KEY)
+
+    def is_placeholder_call(self, module: str, callee: str | None) -> bool:
+        if callee is None:
+            return False
+        if callee.rsplit(".", 1)[-1] != F.PLACEHOLDER_CLASS:
+            return False
+        sym = self.r.resolve_dotted(module, callee)
+        if sym is None:
+            return True  # named PPMissingLayer and imported from outside the project
+        if sym[0] == "class":
+            return sym[2] == F.PLACEHOLDER_CLASS
+        return sym[0] == "external" and sym[1].endswith("." + F.PLACEHOLDER_CLASS)
+
+    def placeholder_safe_attrs(self) -> frozenset | None:
+        """Attributes a read of which does not raise on a placeholder: ``torch.nn.Module``'s and
+        those the analysed tree's ``PPMissingLayer`` defines; ``None`` when its placeholder
+        answers any attribute (``__getattr__``), so that no read can fail."""
+        if "safe" in self._memo:
+            return self._memo["safe"]
+        names = set(F.MODULE_ATTRIBUTES)
+        keys = set()
+        for st in self.ctx.checked:  # defined in a checked file, or imported into one (vLLM's utils.py)
+            if F.PLACEHOLDER_CLASS in st.summary["classes"]:
+                keys.add((st.module, F.PLACEHOLDER_CLASS))
+            elif F.PLACEHOLDER_CLASS in st.summary["imports"]:
+                sym = self.r.lookup(st.module, F.PLACEHOLDER_CLASS)
+                if sym is not None and sym[0] == "class":
+                    keys.add((sym[1], sym[2]))
+        for key in sorted(keys):
+            try:
+                mro = self.r.mro(key)
+            except Exception:
+                mro = [key]
+            for entry in mro:
+                if entry[0] == "<external>":
+                    continue
+                try:
+                    crec = self.r.class_record(entry)
+                except Exception:
+                    continue
+                if ("__getattr__" in crec["methods"] and not adds_no_attribute(crec, "__getattr__")) \
+                        or "__getattribute__" in crec["methods"]:
+                    self._memo["safe"] = None
+                    return None
+                names.update(crec["body_names"], crec["properties"], crec["methods"])
+                for scope in crec["methods"].values():
+                    names.update(scope["assigns"])
+        self._memo["safe"] = frozenset(names)
+        return self._memo["safe"]
+
+    def placeholder_condition(self, key, attr: str):
+        """``(formula, where)`` when ``attr`` of an instance of class ``key`` holds a placeholder
+        under ``formula`` after ``__init__``; ``None`` when it never does or cannot be told."""
+        mkey = ("pc", key, attr)
+        if mkey in self._memo:
+            return self._memo[mkey]
+        self._memo[mkey] = None
+        try:
+            inits = self.r.executed_inits(key)
+            if self.r.attribute_status(key, attr) != "present":
+                return None
+        except Exception:
+            return None
+        executed = {(owner, scope["line"]) for owner, scope in inits}
+        records = []
+        for entry in self.r.mro(key):
+            if entry[0] == "<external>":
+                continue
+            mf = self.module_facts(entry[0]) or {}
+            for cls, method, a, line, callee, guard in mf.get("assigns", ()):
+                if cls != entry[1] or a != attr:
+                    continue
+                if method != "__init__":
+                    return None  # set again later by another method: cannot tell what it holds
+                if callee is not None and callee.startswith(f"self.{attr}."):
+                    continue  # `self.lm_head = self.lm_head.tie_weights(...)`: derived from the value itself
+                records.append((line, self.is_placeholder_call(entry[0], callee), guard, entry))
+        if not any(p for _, p, _, _ in records):
+            return None
+        if not all((e, _init_line(self.r, e)) in executed for _, _, _, e in records):
+            return None
+        conds = []
+        where = None
+        for line, is_ph, guard, entry in records:
+            if not is_ph:
+                continue
+            later = [g for ln, p, g, e in records if not p and e == entry and ln > line]
+            conds.append(f_and(guard, f_not(f_or(*later))) if later else guard)
+            where = where or (entry, line)
+        result = (f_or(*conds), where)
+        self._memo[mkey] = result
+        return result
+
+    def is_layer_list(self, key, attr: str) -> bool:
+        """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
+        return self.list_builder(key, attr) is not None
+
+    def list_guard(self, key, attr: str) -> tuple:
+        """The guard under which ``attr`` of class ``key`` (or of the first base that builds it)
+        is assigned from ``make_layers`` (``TRUE`` when unconditional or not known)."""
+        got = self.list_builder(key, attr)
+        return TRUE if got is None else got[1]
+
+    def conditional_list_note(self, owners, attr: str) -> str | None:
+        """When ``attr`` of the classes ``owners`` comes from ``make_layers`` only under a guard:
+        the explanation line saying so (the fixes of PPA102 / PPA103 read ``start_layer``, which
+        exists only then, so they offer none); ``None`` when it always does."""
+        built_when = f_or(*(self.list_guard(k, attr) for k in owners))
+        if built_when == TRUE:
+            return None
+        return (f"`{attr}` comes from `make_layers` only {when(built_when)} "
+                f"(`start_layer` / `end_layer` exist only then): no automatic fix")
+
+    def list_flag_off(self, key, attr: str) -> bool:
+        """Whether ``attr`` of class ``key`` is a ``make_layers`` list only under ``__init__``
+        flags (``if enable_pp: ... = make_layers(...) else: ... = nn.ModuleList(...)``, vLLM's
+        ``WhisperEncoder``) that every construction of ``key`` found turns off with a constant
+        keyword (``UltravoxWhisperEncoder(..., enable_pp=False)``): then no slot is ever a
+        placeholder.  Constructions are looked for in ``key``'s module and the checked files; with
+        none found, a flag not passed as a keyword constant, or a rank test in the guard: ``False``."""
+        memo = self._memo.setdefault("flag-off", {})
+        if (key, attr) not in memo:
+            memo[(key, attr)] = self._list_flag_off(key, attr)
+        return memo[(key, attr)]
+
+    def _list_flag_off(self, key, attr: str) -> bool:
+        got = self.list_builder(key, attr)
+        if got is None:
+            return False
+        entry, cond = got
+        flags = atoms(cond, set())
+        init = self.r.class_record(entry)["methods"].get("__init__") or {}
+        if cond == TRUE or rank_atoms(cond) or not flags <= set(init.get("params", ())):
+            return False
+        sites = self.constructions(key)
+        if not sites:
+            return False
+        params = list(init["params"])[1:]  # after `self`, positional ones first
+        for consts in sites:
+            if consts is None or not flags <= set(consts):
+                return False  # `**kwargs`, or the flag left at its default
+            if any(params.index(f) < consts.get("*", 0) for f in flags):
+                return False  # a positional argument may be the flag too
+            if evaluate(cond, {f: bool(consts[f]) for f in flags}):
+                return False
+        return True
+
+    def receiver_classes(self, chain: tuple, cls: str | None, fline: int):
+        """Classes ``chain`` may be in the function at ``fline`` of class ``cls`` of this file."""
+        from ..index.summary import scopes_by_line
+
+        skey = ("scopes", self.ctx.file.path)
+        scopes = self.ctx.shared.get(skey)
+        if scopes is None:
+            scopes = self.ctx.shared[skey] = scopes_by_line(self.ctx.summary)
+        scope = scopes.get((cls, fline))
+        if scope is None:
+            return None
+        clskey = (self.ctx.module, cls) if cls else None
+        try:
+            return self.r.chain_candidates(tuple(chain), self.ctx.module, clskey, scope)
+        except Exception:
+            return None
+
+    def list_owners(self, chain: tuple, cls: str | None, fline: int):
+        """The classes that hold ``chain[-1]`` as a ``make_layers`` list, with a sentence that says
+        how that was found; ``([], "")`` when not every candidate does.  When the receiver's class is
+        not known (a parameter annotated ``nn.Module``), the checked files decide: every class of
+        theirs that reaches the same attribute path must build it with ``make_layers``.
+
+        ``([], "")`` leaves :attr:`owner_failure` set to ``(reason, detail, path)`` when what stopped
+        it is code the run does not have (:data:`MISSING_CODE`: the receiver's class, or a
+        candidate's bases, lead into a module that is not found or does not parse), else ``None``."""
+        self.owner_failure = None
+        owners = self.receiver_classes(chain[:-1], cls, fline)
+        why = self.r.why if owners is None else None
+        lst = chain[-1]
+        if owners:
+            if all(self.is_layer_list(k, lst) and not self.list_flag_off(k, lst) for k in owners):
+                names = " | ".join(k[1] for k in sorted(owners))
+                return sorted(owners), f"`{'.'.join(chain[:-1])}` is a `{names}`, whose `{lst}` comes from `make_layers`"
+            from ..resolve import NONE_KEY, Unresolved
+
+            for k in sorted(owners):  # a candidate whose bases cannot be read: not told either way
+                if k == NONE_KEY:
+                    continue
+                try:
+                    self.r.mro(k)
+                except Unresolved as e:
+                    if e.reason in MISSING_CODE:
+                        self.owner_failure = (e.reason, f"{k[1]}: {e.detail}", e.path)
+                        break
+            return [], ""
+        # structural: the longest suffix of attribute steps that some class of the checked files or
+        # of this file's package (the modules beside it that build make_layers lists) has
+        modules = [st.module for st in self.ctx.checked] + self._sibling_list_modules()
+        for start in range(1, len(chain) - 1):
+            steps = chain[start:-1]
+            fits, misfits = [], []
+            for mod in dict.fromkeys(modules):
+                summary = self.ctx.project.summary(mod)
+                for cname in (summary or {}).get("classes", ()):
+                    key = (mod, cname)
+                    holders = self._follow(key, steps)
+                    if holders is None:
+                        continue
+                    # a class without the attribute at all cannot be what the code reads
+                    having = [h for h in holders if self._status(h, lst) != "absent"]
+                    if having:
+                        (fits if all(self.is_layer_list(h, lst) for h in having) else misfits).append(key)
+            if fits and not misfits:
+                names = ", ".join(sorted(k[1] for k in fits))
+                return fits, (f"the class of `{'.'.join(chain[:start])}` is not known; every class of the checked files "
+                              f"that has `.{'.'.join(steps)}.{lst}` ({names}) builds `{lst}` with `make_layers`")
+            if fits or misfits:
+                return [], ""
+        if why and why[0] in MISSING_CODE:
+            self.owner_failure = tuple(why)
+        return [], ""
+
+    def _sibling_list_modules(self) -> list:
+        """Modules of this file's package folder whose text calls ``make_layers``."""
+        import os
+
+        st = self.ctx.file
+        if "." not in st.module:
+            return []
+        package = st.module.rsplit(".", 1)[0]
+        folder = os.path.dirname(st.path)
+        out = []
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            return []
+        for name in names:
+            if not name.endswith(".py") or name == "__init__.py":
+                continue
+            path = os.path.join(folder, name)
+            try:
+                stat = os.stat(path)
+                self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))  # the result depends on it
+                with open(path, "rb") as f:
+                    if F.MAKE_LAYERS.encode() not in f.read():
+                        continue
+            except OSError:
+                continue
+            out.append(f"{package}.{name[:-3]}")
+        return out
+
+    def _status(self, key, attr: str) -> str:
+        try:
+            return self.r.attribute_status(key, attr)
+        except Exception:
+            return "unknown"
+
+    def _follow(self, key, steps):
+        current = {key}
+        for step in steps:
+            nxt = set()
+            for ck in current:
+                got = self.r.attr_candidates(ck, step)
+                if got is None:
+                    return None
+                nxt |= got[0]
+            current = nxt
+        return current or None
+
+    def where(self, entry_line) -> str:
+        from ..textio import display_path
+
+        (module, _cls), line = entry_line
+        path = self.ctx.project.path(module)
+        return f"{display_path(path) if path else module}:{line}"
+
+    def list_builder(self, key, attr: str):
+        """``(class, guard)``: the first class on ``key``'s MRO that assigns ``attr`` from
+        ``make_layers``, and the guard of those assignments; ``None`` when none does."""
+        try:
+            mro = self.r.mro(key)
+        except Exception:
+            return None
+        for entry in mro:
+            if entry[0] == "<external>":
+                continue
+            mf = self.module_facts(entry[0]) or {}
+            guards = [g for c, a, _line, g in mf.get("lists", ()) if c == entry[1] and a == attr]
+            if guards:
+                return entry, f_or(*guards)
+        return None
+
+    def constructions(self, key) -> list:
+        """The constant keywords (``{keyword: value, "*": positional arguments}``; ``None`` when a
+        call passes ``*args`` or ``**kwargs``) of every call of class ``key`` that a summary of ``key``'s
+        module or of a checked file records (assignments and locals of functions and methods)."""
+        modules = dict.fromkeys([key[0], *(st.module for st in self.ctx.checked)])
+        out = []
+        for mod in modules:
+            summary = self.ctx.project.summary(mod)
+            if not summary:
+                continue
+            scopes = [*summary["functions"].values(),
+                      *(m for c in summary["classes"].values() for m in c["methods"].values())]
+            for scope in scopes:
+                descs = [d for lst in scope["assigns"].values() for _, ds in lst for d in ds]
+                descs += [d for ds in scope["locals"].values() for d in ds]
+                for d in descs:
+                    if d[0] != "call" or d[1].rsplit(".", 1)[-1] != key[1].rsplit(".", 1)[-1]:
+                        continue
+                    try:
+                        sym = self.r.resolve_dotted(mod, d[1])
+                    except Exception:
+                        sym = None
+                    if sym is not None and sym[0] == "class" and (sym[1], sym[2]) == tuple(key):
+                        out.append(d[3] if len(d) > 3 else {})
+        return out
