@@ -192,7 +192,7 @@ def fast_walk(node):
     and operator leaves (:func:`pp_attr_lint.index.summary.walk`), for rules' analyses that look
     for other nodes; imported on use, so that a warm run, which loads the rules, loads no analysis
     code."""
-    from .index.summary import walk
+    from .index.astutil import walk
 
     return walk(node)
 

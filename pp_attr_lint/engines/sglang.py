@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 
 from .. import facts as F
-from ..index.summary import dotted_name, ref_chain
-from ..index.summary import walk as fast_walk
+from ..index.astutil import dotted_name, ref_chain
+from ..index.astutil import walk as fast_walk
 from ..resolve import EXTERNAL as EXTERNAL_KEY
 from ..resolve import Unresolved
 from ..semantic.guards import pp_only_test

@@ -44,32 +44,14 @@ they are converted here so that they match libcst and ruff's JSON).
 from __future__ import annotations
 
 import ast
-import re
-from collections import deque
 from typing import Any
 
+# child_nodes and statements_on_lines are imported here for the callers that still name this module
+from .astutil import child_nodes, dotted_name, ref_chain, statements_on_lines, walk  # noqa: F401
 from .spec import IndexSpec, LineIndex
 
 UNKNOWN = ("unknown",)
 NONE = ("none",)
-
-
-def dotted_name(node: ast.AST | None) -> str | None:
-    """Return ``"a.b.c"`` for a Name/Attribute chain, else ``None``."""
-    chain = ref_chain(node) if node is not None else None
-    return ".".join(chain) if chain is not None else None
-
-
-def ref_chain(node: ast.AST) -> tuple[str, ...] | None:
-    """Return ``("self", "a", "b")`` for ``self.a.b`` (a name then attribute reads), else ``None``."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return tuple(reversed(parts))
-    return None
 
 
 def _str_list(node: ast.AST) -> list[str] | None:
@@ -199,7 +181,7 @@ class _Summarizer:
 
     def _module_stores(self, stmt: ast.AST) -> None:
         """Record ``X.start_layer = ...`` and ``setattr(X, "start_layer", v)`` at module level."""
-        for sub in _walk(stmt):
+        for sub in walk(stmt):
             targets = ()
             if isinstance(sub, ast.Assign):
                 targets = sub.targets
@@ -212,7 +194,7 @@ class _Summarizer:
                 if name == "*" or name in self.attrs:
                     self.summary["stores"].append((ref_chain(sub.args[0]), name, None, None))
             for t in targets:
-                for node in _walk(t):
+                for node in walk(t):
                     if isinstance(node, ast.Attribute) and node.attr in self.attrs and isinstance(node.ctx, ast.Store):
                         self.summary["stores"].append((ref_chain(node.value), node.attr, None, None))
 
@@ -326,7 +308,7 @@ class _Summarizer:
                 body_names.extend(_target_names(stmt.target))
             elif isinstance(stmt, (ast.If, ast.Try, ast.For, ast.While, ast.With)):
                 # conditional class bodies: every name they bind counts as a class attribute
-                for sub in _walk(stmt):
+                for sub in walk(stmt):
                     if isinstance(sub, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                         for t in sub.targets if isinstance(sub, ast.Assign) else [sub.target]:
                             body_names.extend(_target_names(t))
@@ -337,7 +319,7 @@ class _Summarizer:
         dynamic_body = any(
             isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("locals", "vars", "exec", "eval")
             for stmt in node.body if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef))
-            for sub in _walk(stmt)
+            for sub in walk(stmt)
         )
         if dynamic_body:
             body_names.append("__dict__")
@@ -397,7 +379,7 @@ class _Summarizer:
         # `return` outside nested functions and classes, and the return annotation
         rets = self._rets
         if self._nested:
-            inner = {id(r) for n in self._nested for r in _walk(n) if isinstance(r, ast.Return)}
+            inner = {id(r) for n in self._nested for r in walk(n) if isinstance(r, ast.Return)}
             rets = [r for r in rets if id(r) not in inner]
         scope["returns"] = [d for r in rets for d in (value_descriptors(r.value) if r.value else [NONE])]
         scope["return_ann"] = annotation_name(fn.returns)
@@ -410,7 +392,7 @@ class _Summarizer:
     def _walk_fn(self, node: ast.AST, scope: dict, cls: str | None, fname: str) -> None:
         self_name = scope["self"]
         attrs = self.attrs
-        for sub in _walk(node):
+        for sub in walk(node):
             t = type(sub)
             if t is ast.Attribute:
                 if sub.attr in attrs:  # type: ignore[attr-defined]
@@ -574,126 +556,12 @@ class _Summarizer:
             self._site(node, node.args[0], "getattr", node.args[1].value, scope, cls)
 
     def _scan_reads(self, node: ast.AST, cls: str | None, scope: dict | None) -> None:
-        for sub in _walk(node):
+        for sub in walk(node):
             if isinstance(sub, ast.Attribute):
                 self._read_site_attr(sub, scope, cls)
             elif isinstance(sub, ast.Call):
                 self._read_site_call(sub, scope, cls)
 
-
-# nodes that carry nothing a summary records: contexts and operators (one shared object each)
-_LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
-
-
-# ASDL field types that never hold a node the walk visits: plain values, and the leaves above
-_SCALAR_FIELDS = frozenset({"identifier", "string", "constant", "int", "expr_context", "boolop", "operator",
-                            "unaryop", "cmpop"})
-class _FieldTable(dict):
-    """``{node class: _child_fields(node class)}``, filled at each class's first lookup."""
-
-    def __missing__(self, cls: type) -> tuple | None:
-        got = self[cls] = _child_fields(cls)
-        return got
-
-
-_CHILD_FIELDS: dict[type, tuple | None] = _FieldTable()
-
-
-def _child_fields(cls: type) -> tuple | None:
-    """``((field, is_list), ...)``: the fields of node class ``cls`` that can hold nodes
-    :func:`_walk` visits, in ``_fields`` order, read from the ASDL signature that CPython puts in
-    each node class's docstring (``"Attribute(expr value, identifier attr, expr_context ctx)"``);
-    ``None`` when the docstring does not give it (then every field is looked at)."""
-    if not cls._fields:
-        return ()
-    m = re.match(rf"\s*{cls.__name__}\((.*)\)\s*$", cls.__doc__ or "", re.S)
-    if m is None:
-        return None
-    sig = [part.strip() for part in m.group(1).split(",")]
-    if len(sig) != len(cls._fields):
-        return None
-    out = []
-    for part, field in zip(sig, cls._fields):
-        typ, _, name = part.rpartition(" ")
-        if name != field:
-            return None
-        if typ.rstrip("*?") not in _SCALAR_FIELDS:
-            out.append((field, typ.endswith("*")))
-    return tuple(out)
-
-
-def _walk(node: ast.AST):
-    """:func:`ast.walk` in the same order (breadth first), without the context and operator
-    nodes: the summarizer's hot loop (about half the nodes of a function are those).  Only the
-    fields that can hold nodes are read (see :func:`_child_fields`)."""
-    todo = deque((node,))
-    pop, push, extend, AST = todo.popleft, todo.append, todo.extend, ast.AST
-    table = _CHILD_FIELDS
-    while todo:
-        node = pop()
-        if node is None:
-            continue  # a hole in a list field (`Dict.keys` for `**d`, `kw_defaults`)
-        fields = table[node.__class__]
-        if fields is None:
-            for name in node._fields:
-                v = getattr(node, name, None)
-                if v.__class__ is list:
-                    for x in v:
-                        if isinstance(x, AST) and not isinstance(x, _LEAVES):
-                            push(x)
-                elif isinstance(v, AST) and not isinstance(v, _LEAVES):
-                    push(v)
-        else:
-            for name, many in fields:
-                v = getattr(node, name, None)
-                if many:
-                    extend(v)
-                elif v is not None:
-                    push(v)
-        yield node
-
-
-def walk(node: ast.AST):
-    """Every node under ``node`` (itself included) in :func:`ast.walk`'s order, without the
-    context and operator leaves (``Load``, ``Add``, ``Not``, ...; read them as ``.ctx`` and
-    ``.op`` of their parents): a faster ``ast.walk`` for the analyses that look for other nodes."""
-    return _walk(node)
-
-
-def statements_on_lines(body: list, marked: list[int]):
-    """The statements of ``body``, and of the blocks inside them at any depth (``except``
-    handlers included), whose lines hold one of the line numbers ``marked`` (sorted): a node
-    whose text holds a word lies in such a statement, so the others are not visited.  A compound
-    statement comes before the statements of its blocks."""
-    from bisect import bisect_left
-
-    todo = list(body)
-    while todo:
-        node = todo.pop()
-        k = bisect_left(marked, node.lineno)
-        if k == len(marked) or marked[k] > node.end_lineno:
-            continue  # no marked line in this statement
-        yield node
-        for field in ("body", "orelse", "finalbody", "handlers"):
-            todo.extend(getattr(node, field, ()))
-        for case in getattr(node, "cases", ()):  # match statements (a match_case has no lines)
-            todo.extend(case.body)
-
-
-def child_nodes(node: ast.AST) -> list:
-    """The direct children of ``node`` that :func:`_walk` visits, in :func:`ast.iter_child_nodes`'s
-    order, without the context and operator leaves (a faster ``ast.iter_child_nodes``)."""
-    fields = _CHILD_FIELDS[node.__class__]
-    if fields is None:
-        return [c for c in ast.iter_child_nodes(node) if not isinstance(c, _LEAVES)]
-    out = []
-    for name, many in fields:
-        v = getattr(node, name, None)
-        if many:
-            out.extend(x for x in v if x is not None)
-        elif v is not None:
-            out.append(v)
-    return out
 
 
 _FN_INTERESTING = frozenset({
@@ -739,7 +607,7 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
     def mark(key: tuple, nodes) -> None:
         ids = guarded.setdefault(key, set())
         for n in nodes:
-            ids.update(id(x) for x in _walk(n))
+            ids.update(id(x) for x in walk(n))
 
     def key_of(test: ast.AST) -> tuple | None:
         k = _hasattr_key(test)
@@ -760,7 +628,7 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
             return [k for v in test.values if (k := key_of(v)) is not None]
         return []
 
-    for node in _walk(fn):
+    for node in walk(fn):
         for body in (getattr(node, "body", None), getattr(node, "orelse", None), getattr(node, "finalbody", None)):
             if not isinstance(body, list):
                 continue
@@ -847,11 +715,11 @@ def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[
     vllm/model_executor/models/interfaces.py.)"""
     cls_name = (fn.args.posonlyargs + fn.args.args)[0].arg if (fn.args.posonlyargs + fn.args.args) else "cls"
     instances = {
-        t.id for sub in _walk(fn) if isinstance(sub, ast.Assign) and _is_super_new(sub.value)
+        t.id for sub in walk(fn) if isinstance(sub, ast.Assign) and _is_super_new(sub.value)
         for t in sub.targets if isinstance(t, ast.Name)
     }
     returns = 0
-    for sub in _walk(fn):
+    for sub in walk(fn):
         if isinstance(sub, ast.Return):
             returns += 1
             v = sub.value

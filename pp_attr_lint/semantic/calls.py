@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 
 from .. import facts as F
-from ..index.summary import dotted_name, ref_chain
+from ..index.astutil import dotted_name, ref_chain
 from .flow import CallWalker
 from .guards import FIRST, LAST, TRUE, atoms, f_and, f_not, f_or, formula, satisfying, substitute
 from .reader import NOT_ACCEPTED

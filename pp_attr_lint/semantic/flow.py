@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import ast
 
-from ..index.summary import child_nodes, dotted_name, ref_chain
-from ..index.summary import walk as fast_walk
+from ..index.astutil import child_nodes, dotted_name, ref_chain
+from ..index.astutil import walk as fast_walk
 from .guards import TRUE, f_and, f_not, f_or, formula, rename
 
 

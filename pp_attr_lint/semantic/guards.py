@@ -19,7 +19,7 @@ import ast
 import itertools
 
 from .. import facts as F
-from ..index.summary import ref_chain
+from ..index.astutil import ref_chain
 
 TRUE = ("T",)
 FALSE = ("F",)

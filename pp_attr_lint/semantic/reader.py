@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from ..index.summary import walk as fast_walk
+from ..index.astutil import walk as fast_walk
 
 # a store the question of TreeReader.attribute_stores cannot use: the judge's answer that stops it
 NOT_ACCEPTED = object()
@@ -289,7 +289,7 @@ class TreeReader:
         ``(constant, parent)`` of its string constants, ``(function, parent)`` of its function
         definitions, ``(attribute, parent, enclosing function, under a lambda)`` of its attribute
         nodes (memoized per file)."""
-        from ..index.summary import child_nodes
+        from ..index.astutil import child_nodes
 
         memo = self._memo.setdefault("file-index", {})
         if path in memo:

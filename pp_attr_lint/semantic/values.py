@@ -22,7 +22,7 @@ import ast
 from typing import Any
 
 from .. import facts as F
-from ..index.summary import dotted_name, ref_chain
+from ..index.astutil import dotted_name, ref_chain
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY
 from ..resolve import adds_no_attribute
 from .flow import FlowWalker, bound_in, branches, call_constants, is_guarded, only_called, truthy_only_when
@@ -208,7 +208,7 @@ def placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
     (``x.attr = PPMissingLayer()``, ``self.norm = RMSNorm(...) if last else PPMissingLayer()``).
     Only the statements whose lines hold that name are visited (an assignment is always a
     statement), not every node of the module."""
-    from ..index.summary import statements_on_lines
+    from ..index.astutil import statements_on_lines
 
     marked = [i for i, text in enumerate(lines.lines, 1) if F.PLACEHOLDER_CLASS in text]
     if not marked:

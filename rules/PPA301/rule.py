@@ -315,7 +315,7 @@ class SkippedInitAttribute(Rule):
         never runs (SGLang 0.5.15 `HostKVCache.__init__` reads `device_pool.store_dtype` first)."""
         import ast
 
-        from pp_attr_lint.index.summary import ref_chain
+        from pp_attr_lint.index.astutil import ref_chain
 
         memo = ctx.shared.setdefault(("PPA301", "trees"), {})
         path = ctx.file.path

@@ -189,7 +189,7 @@ def _own(node):
     """``node`` and its descendants, not entering nested functions, lambdas or classes."""
     import ast
 
-    from pp_attr_lint.index.summary import child_nodes
+    from pp_attr_lint.index.astutil import child_nodes
 
     skip = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
     stack = [node]
@@ -483,7 +483,7 @@ def _layer_stores(c, lines) -> dict:
     of it.  Only the methods whose text names ``self.attr`` are walked."""
     import ast
 
-    from pp_attr_lint.index.summary import dotted_name
+    from pp_attr_lint.index.astutil import dotted_name
 
     attrs = set(_LIST_STORE.findall("".join(lines.lines[c.lineno - 1:c.end_lineno])))
     if not attrs:

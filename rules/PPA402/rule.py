@@ -32,7 +32,7 @@ def _own_nodes(fn, scopes: list | None = None):
     """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out (and the
     context and operator leaves, as :func:`_fast_walk`); ``scopes`` gets those left out, in the
     order met."""
-    from pp_attr_lint.index.summary import child_nodes
+    from pp_attr_lint.index.astutil import child_nodes
 
     _SCOPES = _scopes()
     stack = list(fn.body)
@@ -252,7 +252,7 @@ def _nodes_naming(cls, lines, word: str):
     a node whose text holds it lies in such a statement, so no other statement is walked."""
     import ast
 
-    from pp_attr_lint.index.summary import statements_on_lines
+    from pp_attr_lint.index.astutil import statements_on_lines
 
     blocks = ("body", "orelse", "finalbody", "handlers", "cases")
     marked = [i for i in range(cls.lineno, cls.end_lineno + 1) if word in lines.lines[i - 1]]

@@ -421,7 +421,7 @@ class _Receivers:
         return "other" if isinstance(node, ast.Attribute) else "unknown"
 
     def _constructed(self, key, param: str, hops: int) -> tuple[set, list]:
-        from pp_attr_lint.index.summary import ref_chain
+        from pp_attr_lint.index.astutil import ref_chain
         from pp_attr_lint.textio import display_path
 
         ast = _ast()
@@ -500,7 +500,7 @@ def _qual(cls, fn) -> str:
 
 
 def _dotted(node) -> str | None:
-    from pp_attr_lint.index.summary import ref_chain
+    from pp_attr_lint.index.astutil import ref_chain
 
     chain = ref_chain(node)
     return ".".join(chain) if chain else None
@@ -564,7 +564,7 @@ class StageLocalLayerId(Rule):
         whose receiver cannot be established, or for all of them when a file of the tree that may
         hold one cannot be read or parsed."""
         from pp_attr_lint.semantic.model import RankFacts
-        from pp_attr_lint.index.summary import ref_chain
+        from pp_attr_lint.index.astutil import ref_chain
         from pp_attr_lint.model import NotJudged
         from pp_attr_lint.textio import display_path
 

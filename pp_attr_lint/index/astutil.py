@@ -1,0 +1,139 @@
+"""Small fast helpers over the stdlib ``ast`` that the summarizer, the semantic model and the
+rules share: dotted names, reference chains, a faster ``ast.walk`` / ``ast.iter_child_nodes``
+without the context and operator leaves, and the statements on given lines."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import deque
+
+
+def dotted_name(node: ast.AST | None) -> str | None:
+    """Return ``"a.b.c"`` for a Name/Attribute chain, else ``None``."""
+    chain = ref_chain(node) if node is not None else None
+    return ".".join(chain) if chain is not None else None
+
+
+def ref_chain(node: ast.AST) -> tuple[str, ...] | None:
+    """Return ``("self", "a", "b")`` for ``self.a.b`` (a name then attribute reads), else ``None``."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return tuple(reversed(parts))
+    return None
+
+
+
+# nodes that carry nothing a summary records: contexts and operators (one shared object each)
+_LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
+# ASDL field types that never hold a node the walk visits: plain values, and the leaves above
+_SCALAR_FIELDS = frozenset({"identifier", "string", "constant", "int", "expr_context", "boolop", "operator",
+                            "unaryop", "cmpop"})
+class _FieldTable(dict):
+    """``{node class: _child_fields(node class)}``, filled at each class's first lookup."""
+
+    def __missing__(self, cls: type) -> tuple | None:
+        got = self[cls] = _child_fields(cls)
+        return got
+
+
+_CHILD_FIELDS: dict[type, tuple | None] = _FieldTable()
+
+
+def _child_fields(cls: type) -> tuple | None:
+    """``((field, is_list), ...)``: the fields of node class ``cls`` that can hold nodes
+    :func:`walk` visits, in ``_fields`` order, read from the ASDL signature that CPython puts in
+    each node class's docstring (``"Attribute(expr value, identifier attr, expr_context ctx)"``);
+    ``None`` when the docstring does not give it (then every field is looked at)."""
+    if not cls._fields:
+        return ()
+    m = re.match(rf"\s*{cls.__name__}\((.*)\)\s*$", cls.__doc__ or "", re.S)
+    if m is None:
+        return None
+    sig = [part.strip() for part in m.group(1).split(",")]
+    if len(sig) != len(cls._fields):
+        return None
+    out = []
+    for part, field in zip(sig, cls._fields):
+        typ, _, name = part.rpartition(" ")
+        if name != field:
+            return None
+        if typ.rstrip("*?") not in _SCALAR_FIELDS:
+            out.append((field, typ.endswith("*")))
+    return tuple(out)
+
+
+def walk(node: ast.AST):
+    """Every node under ``node`` (itself included) in :func:`ast.walk`'s order (breadth first),
+    without the context and operator leaves (``Load``, ``Add``, ``Not``, ...; read them as ``.ctx``
+    and ``.op`` of their parents): the summarizer's hot loop (about half the nodes of a function
+    are those) and a faster ``ast.walk`` for the analyses that look for other nodes.  Only the
+    fields that can hold nodes are read (see :func:`_child_fields`)."""
+    todo = deque((node,))
+    pop, push, extend, AST = todo.popleft, todo.append, todo.extend, ast.AST
+    table = _CHILD_FIELDS
+    while todo:
+        node = pop()
+        if node is None:
+            continue  # a hole in a list field (`Dict.keys` for `**d`, `kw_defaults`)
+        fields = table[node.__class__]
+        if fields is None:
+            for name in node._fields:
+                v = getattr(node, name, None)
+                if v.__class__ is list:
+                    for x in v:
+                        if isinstance(x, AST) and not isinstance(x, _LEAVES):
+                            push(x)
+                elif isinstance(v, AST) and not isinstance(v, _LEAVES):
+                    push(v)
+        else:
+            for name, many in fields:
+                v = getattr(node, name, None)
+                if many:
+                    extend(v)
+                elif v is not None:
+                    push(v)
+        yield node
+
+
+def statements_on_lines(body: list, marked: list[int]):
+    """The statements of ``body``, and of the blocks inside them at any depth (``except``
+    handlers included), whose lines hold one of the line numbers ``marked`` (sorted): a node
+    whose text holds a word lies in such a statement, so the others are not visited.  A compound
+    statement comes before the statements of its blocks."""
+    from bisect import bisect_left
+
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        k = bisect_left(marked, node.lineno)
+        if k == len(marked) or marked[k] > node.end_lineno:
+            continue  # no marked line in this statement
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            todo.extend(getattr(node, field, ()))
+        for case in getattr(node, "cases", ()):  # match statements (a match_case has no lines)
+            todo.extend(case.body)
+
+
+def child_nodes(node: ast.AST) -> list:
+    """The direct children of ``node`` that :func:`walk` visits, in :func:`ast.iter_child_nodes`'s
+    order, without the context and operator leaves (a faster ``ast.iter_child_nodes``)."""
+    fields = _CHILD_FIELDS[node.__class__]
+    if fields is None:
+        return [c for c in ast.iter_child_nodes(node) if not isinstance(c, _LEAVES)]
+    out = []
+    for name, many in fields:
+        v = getattr(node, name, None)
+        if many:
+            out.extend(x for x in v if x is not None)
+        elif v is not None:
+            out.append(v)
+    return out
+
