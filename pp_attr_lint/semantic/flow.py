@@ -17,7 +17,7 @@ import ast
 
 from ..index.astutil import child_nodes, dotted_name, ref_chain
 from ..index.astutil import walk as fast_walk
-from .guards import TRUE, f_and, f_not, f_or, formula, rename
+from .guards import FALSE, RANK_ATOMS, TRUE, atoms, f_and, f_not, f_or, formula, rename
 
 
 def exits(body: list) -> bool:
@@ -108,10 +108,13 @@ class FlowWalker:
     test once, unconditionally, to its formula; ``nested`` the nested functions and their call
     sites (judged by a subclass after the body, if at all)."""
 
-    def __init__(self, lines, fn: ast.FunctionDef, cls: str | None = None):
+    def __init__(self, lines, fn: ast.FunctionDef, cls: str | None = None, atom_of=None):
         self.lines = lines
         self.cls = cls
         self.fn = fn
+        self.atom_of = atom_of  # names the atoms of the tests a caller reads itself (guards.formula)
+        self.maybe = 0  # > 0 inside a block that a call may skip (a loop's body, a handler)
+        self.depth = 0  # the nesting of the block being walked: 1 for the function's own body
         args = fn.args.posonlyargs + fn.args.args
         self.self_name = args[0].arg if (cls is not None and args) else None
         self.flags: dict[str, tuple] = {}  # local variables assigned a test once: name -> formula
@@ -126,7 +129,7 @@ class FlowWalker:
 
     def formula(self, node) -> tuple:
         """The formula of a test here (the local flags known at this point included)."""
-        return formula(node, self.flags)
+        return formula(node, self.flags, self.atom_of)
 
     def split(self, test, guard, guarded) -> tuple:
         """The guards of the two branches of ``test`` and the receivers it checks."""
@@ -157,14 +160,32 @@ class FlowWalker:
 
     # statements ------------------------------------------------------------------------------
     def block(self, body: list, guard: tuple, guarded: frozenset, protected: bool, loops: dict) -> None:
+        self.depth += 1
+        try:
+            self.statements(body, guard, guarded, protected, loops)
+        finally:
+            self.depth -= 1
+
+    def statements(self, body: list, guard: tuple, guarded: frozenset, protected: bool, loops: dict) -> None:
         for stmt in body:
             self.stmt(stmt, guard, guarded, protected, loops)
-            if isinstance(stmt, ast.If) and exits(stmt.body) and not stmt.orelse:
-                # `if test: return` guards every statement after it with `not test`
-                guard = f_and(guard, f_not(self.formula(stmt.test)))
+            if isinstance(stmt, ast.If) and (exits(stmt.body) or exits(stmt.orelse)):
+                # `if test: return` guards every statement after it with `not test`, an `else`
+                # that returns with `test`; when both return, nothing after runs
+                t = self.formula(stmt.test)
+                if exits(stmt.body) and exits(stmt.orelse):
+                    guard = FALSE
+                else:
+                    guard = f_and(guard, f_not(t) if exits(stmt.body) else t)
                 chains = set(guarded)
                 guards_chain(stmt.test, chains)
                 guarded = frozenset(chains)
+            elif isinstance(stmt, ast.Assert):
+                # what follows runs only where the assertion held; it checks no receiver: where
+                # `assert isinstance(layer, X)` fails, it raises itself (it is no guard)
+                guard = f_and(guard, self.formula(stmt.test))
+            elif isinstance(stmt, (ast.Return, ast.Raise, ast.Continue, ast.Break)):
+                guard = FALSE  # nothing after it in this block runs
 
     def stmt(self, stmt, guard, guarded, protected, loops) -> None:
         if isinstance(stmt, ast.If):
@@ -180,19 +201,26 @@ class FlowWalker:
                 bound = self.loop_binding(stmt.target, stmt.iter)
                 if bound is not None:
                     inner[bound[0]] = bound[1]
+            self.maybe += 1  # the body may run no time; `else` not after a `break`
             self.block(stmt.body, guard, guarded, protected, inner)
             self.block(stmt.orelse, guard, guarded, protected, loops)
+            self.maybe -= 1
             return
         if isinstance(stmt, (ast.While,)):
             self.exprs([stmt.test], guard, guarded, protected, loops)
-            self.block(stmt.body, guard, guarded, protected, loops)
-            self.block(stmt.orelse, guard, guarded, protected, loops)
+            yes, no, chains = self.split(stmt.test, guard, guarded)
+            self.maybe += 1
+            self.block(stmt.body, yes, chains, protected, loops)
+            self.block(stmt.orelse, no, chains, protected, loops)
+            self.maybe -= 1
             return
         if isinstance(stmt, ast.Try) or (hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)):
             self.block(stmt.body, guard, guarded, protected or catches_attribute_error(stmt.handlers), loops)
+            self.maybe += 1  # a handler runs only after a raise, `else` only without one
             for h in stmt.handlers:
                 self.block(h.body, guard, guarded, protected, loops)
             self.block(stmt.orelse, guard, guarded, protected, loops)
+            self.maybe -= 1
             self.block(stmt.finalbody, guard, guarded, protected, loops)
             return
         if isinstance(stmt, (ast.With, ast.AsyncWith)):
@@ -200,6 +228,15 @@ class FlowWalker:
                            and (dotted_name(i.context_expr.func) or "").endswith("suppress") for i in stmt.items)
             self.exprs([i.context_expr for i in stmt.items], guard, guarded, protected, loops)
             self.block(stmt.body, guard, guarded, protected or suppress, loops)
+            return
+        if isinstance(stmt, getattr(ast, "Match", ())):
+            self.exprs([stmt.subject], guard, guarded, protected, loops)
+            self.maybe += 1  # one case runs, or none
+            for case in stmt.cases:
+                if case.guard is not None:
+                    self.expr(case.guard, guard, guarded, protected, loops)
+                self.block(case.body, guard, guarded, protected, loops)
+            self.maybe -= 1
             return
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             # judged where it is called (a subclass's walk of nested functions); bound twice: never
@@ -213,8 +250,10 @@ class FlowWalker:
                 self.assign(targets, stmt.value, guard)
             for t in targets:
                 if isinstance(t, ast.Name):
-                    if t.id in self.flags or guard != TRUE:
-                        self.flags[t.id] = ("a", f"{t.id}@{stmt.lineno}")  # set twice or conditionally: opaque
+                    if t.id in self.flags or (guard != TRUE and self.depth > 1):
+                        # set twice, or in a branch: opaque (in the function's own body, after an
+                        # `assert` or an early `return`, every later line ran it)
+                        self.flags[t.id] = ("a", f"{t.id}@{stmt.lineno}")
                     else:
                         self.flags[t.id] = self.formula(stmt.value)
         self.exprs([stmt], guard, guarded, protected, loops)
@@ -233,13 +272,15 @@ class FlowWalker:
             self.expr(node.body, yes, chains, protected, loops)
             self.expr(node.orelse, no, chains, protected, loops)
             return
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        if isinstance(node, ast.BoolOp):
+            # `a and b` evaluates `b` only where `a` holds, `a or b` only where it does not
             chains = set(guarded)
             g = guard
             for v in node.values:
                 self.expr(v, g, frozenset(chains), protected, loops)
                 guards_chain(v, chains)
-                g = f_and(g, self.formula(v))
+                t = self.formula(v)
+                g = f_and(g, t if isinstance(node.op, ast.And) else f_not(t))
             return
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             inner = dict(loops)
@@ -249,16 +290,20 @@ class FlowWalker:
                 bound = self.loop_binding(gen.target, gen.iter)
                 if bound is not None:
                     inner[bound[0]] = bound[1]
+            g = guard  # a filter runs where the ones before it held, the element where all did
             for gen in node.generators:
                 for cond in gen.ifs:
-                    self.expr(cond, guard, frozenset(chains), protected, inner)
+                    self.expr(cond, g, frozenset(chains), protected, inner)
                     guards_chain(cond, chains)
+                    g = f_and(g, self.formula(cond))
             elts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
             for e in elts:
-                self.expr(e, guard, frozenset(chains), protected, inner)
+                self.expr(e, g, frozenset(chains), protected, inner)
             return
         if isinstance(node, ast.Lambda):
+            self.maybe += 1  # its body runs where it is called, if at all
             self.expr(node.body, guard, guarded, protected, loops)
+            self.maybe -= 1
             return
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             self.attribute(node, guard, guarded, protected, loops)
@@ -268,6 +313,45 @@ class FlowWalker:
             self.call(node, guard, guarded, protected, loops)
         for child in child_nodes(node):
             self.expr(child, guard, guarded, protected, loops)
+
+
+class FunctionGuards(FlowWalker):
+    """The guard of every statement and expression of one function's body (outside nested
+    functions and classes), walked once at the first question.
+
+    ``of(node)`` is the formula under which ``node`` runs on a call (``None`` for a node the walk
+    does not reach); ``every_call(node)`` the ranks on which it runs on every call (a formula
+    over the rank atoms alone), ``None`` when that depends on anything else: another test, a
+    loop that may not run, a handler."""
+
+    def __init__(self, fn, lines=None, cls: str | None = None, atom_of=None, start: tuple = TRUE):
+        super().__init__(lines, fn, cls, atom_of)
+        self.start = start
+        self.seen: dict | None = None  # id(node) -> (guard, in a block a call may skip)
+
+    def walked(self) -> dict:
+        if self.seen is None:
+            self.seen = {}
+            self.walk(self.start)
+        return self.seen
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        self.seen.setdefault(id(stmt), (guard, self.maybe > 0))
+        super().stmt(stmt, guard, guarded, protected, loops)
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        self.seen.setdefault(id(node), (guard, self.maybe > 0))
+        super().expr(node, guard, guarded, protected, loops)
+
+    def of(self, node) -> tuple | None:
+        got = self.walked().get(id(node))
+        return None if got is None else got[0]
+
+    def every_call(self, node) -> tuple | None:
+        got = self.walked().get(id(node))
+        if got is None or got[1] or atoms(got[0]) - RANK_ATOMS or got[0] == FALSE:
+            return None
+        return got[0]
 
 
 class ReturnWalker(FlowWalker):

@@ -142,6 +142,25 @@ def can_hold(f, rank: tuple | None = None) -> bool:
     return satisfying(f if rank is None else f_and(f, rank)) is not None
 
 
+# the places a rank can have in a pipeline of size >= 2: first, last, or neither (size >= 3)
+RANK_STATES = (f_and(FIRST, f_not(LAST)), f_and(LAST, f_not(FIRST)), f_and(f_not(FIRST), f_not(LAST)))
+
+
+def rank_projection(f) -> tuple:
+    """The ranks where ``f`` can hold for some value of its other atoms, as a formula over the
+    rank atoms alone (``TRUE`` when on every rank, ``FALSE`` when on none)."""
+    held = [state for state in RANK_STATES if satisfying(f_and(f, state)) is not None]
+    return TRUE if len(held) == len(RANK_STATES) else f_or(*held)
+
+
+def mentions_pp_size(text: str) -> bool:
+    """Whether the source text of a test names the pipeline's size (a word of
+    :data:`PP_SIZE_NAMES`): the same on every rank."""
+    import re
+
+    return any(w in PP_SIZE_NAMES for w in re.findall(r"\w+", text))
+
+
 def rank_atoms(f) -> set:
     """The rank atoms (``@first``, ``@last``) a formula mentions."""
     return atoms(f) & RANK_ATOMS
@@ -272,17 +291,23 @@ def pp_only_test(node: ast.AST) -> bool:
     return (isinstance(op, (ast.Gt, ast.NotEq)) and value == 1) or (isinstance(op, ast.GtE) and value == 2)
 
 
-def formula(node: ast.AST, names: dict | None = None) -> tuple:
+def formula(node: ast.AST, names: dict | None = None, atom_of=None) -> tuple:
     """The guard formula of a test (see the module docstring); ``names`` maps local variables to
-    the formulas they were assigned (``keep = pp.is_first_rank or tie``)."""
+    the formulas they were assigned (``keep = pp.is_first_rank or tie``); ``atom_of`` (node ->
+    formula or ``None``) lets a caller name the atoms of the tests it reads itself (a rule that
+    knows what ``self.x`` holds on each rank), before the default naming."""
     pp = pp_size_test(node)
     if pp is not None:
         return pp
     if isinstance(node, ast.BoolOp):
-        parts = [formula(v, names) for v in node.values]
+        parts = [formula(v, names, atom_of) for v in node.values]
         return f_and(*parts) if isinstance(node.op, ast.And) else f_or(*parts)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        return f_not(formula(node.operand, names))
+        return f_not(formula(node.operand, names, atom_of))
     if isinstance(node, ast.Constant):
         return TRUE if node.value else FALSE
+    if atom_of is not None:
+        got = atom_of(node)
+        if got is not None:
+            return got
     return atom(node, names)

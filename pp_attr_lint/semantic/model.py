@@ -37,6 +37,7 @@ class RankFacts:
         self.calls = Calls(self)
         self.vllm = VllmEngine(self)
         self.sglang = SglangEngine(self)
+        self._guards: dict = {}  # id(function node) -> (node, its FunctionGuards)
 
     @classmethod
     def of(cls, ctx) -> "RankFacts":
@@ -48,6 +49,44 @@ class RankFacts:
         return got
 
     # -- guards --------------------------------------------------------------------------------
+    def guard_of(self, fn, node, cls: str | None = None) -> tuple | None:
+        """The guard under which ``node`` runs in function ``fn`` (an ``ast`` function of the
+        file being checked): a formula of :mod:`.guards`, from ``if``/``elif``/``else``, early
+        ``return``/``raise``/``continue``/``break``, ``assert``, ``and``/``or``, conditional
+        expressions, comprehension filters, ``while`` tests and local flags; a method the engine
+        runs on one rank only (``compute_logits``) starts from that rank.  ``None`` for a node
+        the walk does not reach (inside a nested function or class, or not in ``fn``)."""
+        return self.function_guards(fn, cls).of(node)
+
+    def function_guards(self, fn, cls: str | None = None):
+        """The :class:`~.flow.FunctionGuards` of ``fn`` (walked once per run)."""
+        from .. import facts as F
+        from .flow import FunctionGuards
+        from .guards import FIRST, LAST, TRUE
+
+        memo = self._guards
+        got = memo.get(id(fn))
+        if got is None or got[0] is not fn:
+            rank = F.RANK_OF_METHOD.get(fn.name) if cls is not None else None
+            start = FIRST if rank == "first" else LAST if rank == "last" else TRUE
+            got = memo[id(fn)] = (fn, FunctionGuards(fn, cls=cls, start=start))
+        return got[1]
+
+    @staticmethod
+    def implies_rank(guard: tuple, rank: tuple) -> bool:
+        """Whether ``guard`` holds only on ``rank`` (:data:`~.guards.FIRST`, :data:`~.guards.LAST`
+        or a formula over them, ``f_not(LAST)``), whatever its other tests are."""
+        from .guards import implies
+
+        return implies(guard, rank)
+
+    @staticmethod
+    def can_hold(guard: tuple, rank: tuple | None = None) -> bool:
+        """Whether ``guard`` can hold on some pipeline-parallel rank (on ``rank`` when given)."""
+        from .guards import can_hold
+
+        return can_hold(guard, rank)
+
     def satisfying(self, f, local, cls: str | None, fline: int):
         """:meth:`Calls.satisfying <pp_attr_lint.semantic.calls.Calls.satisfying>`: an assignment
         that makes ``f`` true on some rank, knowing what the helpers named in ``local`` imply."""

@@ -1,0 +1,187 @@
+"""The flow walker's guards (``semantic.flow.FunctionGuards``): every spelling of the same
+condition gives the node the same guard, and the model's questions answer from it."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from pp_attr_lint.semantic import guards as G
+from pp_attr_lint.semantic.flow import FunctionGuards
+from pp_attr_lint.semantic.model import RankFacts
+
+
+def _guard(src: str, target: str = "self.work"):
+    """The guard of the first call whose callee is ``target`` in the function ``src``."""
+    fn = ast.parse(textwrap.dedent(src)).body[0]
+    call = next(n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == target)
+    g = FunctionGuards(fn)
+    return g.of(call), g.every_call(call)
+
+
+LAST_SPELLINGS = {
+    "if": """
+        def f(self, s):
+            if get_pp_group().is_last_rank:
+                return self.work(s)
+        """,
+    "early return": """
+        def f(self, s):
+            if not get_pp_group().is_last_rank:
+                return None
+            return self.work(s)
+        """,
+    "else returns": """
+        def f(self, s):
+            if get_pp_group().is_last_rank:
+                pass
+            else:
+                return None
+            return self.work(s)
+        """,
+    "conditional expression": """
+        def f(self, s):
+            return self.work(s) if get_pp_group().is_last_rank else None
+        """,
+    "and": """
+        def f(self, s):
+            return get_pp_group().is_last_rank and self.work(s)
+        """,
+    "or not": """
+        def f(self, s):
+            return not get_pp_group().is_last_rank or self.work(s)
+        """,
+    "assert": """
+        def f(self, s):
+            assert get_pp_group().is_last_rank
+            return self.work(s)
+        """,
+    "local flag": """
+        def f(self, s):
+            last = get_pp_group().is_last_rank
+            if last:
+                self.work(s)
+        """,
+    "while": """
+        def f(self, s):
+            while get_pp_group().is_last_rank:
+                self.work(s)
+        """,
+    "comprehension filter": """
+        def f(self, s):
+            return [self.work(x) for x in s if get_pp_group().is_last_rank]
+        """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(LAST_SPELLINGS))
+def test_every_spelling_of_the_last_rank_gives_the_same_guard(name):
+    guard, _ = _guard(LAST_SPELLINGS[name])
+    assert guard == G.LAST
+    assert RankFacts.implies_rank(guard, G.LAST)
+    assert not RankFacts.can_hold(guard, G.FIRST)
+
+
+def test_every_call_tells_a_rank_test_from_an_argument_test():
+    _, every = _guard(LAST_SPELLINGS["early return"])
+    assert every == G.LAST  # on the last rank, on every call
+    guard, every = _guard("""
+        def f(self, s, get_embedding=False):
+            if not get_embedding:
+                return s
+            return self.work(s)
+        """)
+    assert guard == ("a", "get_embedding") and every is None
+    _, every = _guard("""
+        def f(self, s):
+            for x in s:
+                self.work(x)
+        """)
+    assert every is None  # a loop may run no time
+    guard, every = _guard("""
+        def f(self, s):
+            try:
+                pass
+            except ValueError:
+                self.work(s)
+        """)
+    assert guard == G.TRUE and every is None  # a handler runs only after a raise
+
+
+def test_code_after_a_return_never_runs():
+    guard, _ = _guard("""
+        def f(self, s):
+            return s
+            self.work(s)
+        """)
+    assert guard == G.FALSE and not RankFacts.can_hold(guard)
+
+
+def test_a_node_the_walk_does_not_reach_has_no_guard():
+    guard, every = _guard("""
+        def f(self, s):
+            def inner():
+                return self.work(s)
+            return inner
+        """)
+    assert guard is None and every is None
+
+
+def test_the_pipeline_size_is_read_as_true_under_pp():
+    guard, _ = _guard("""
+        def f(self, s):
+            if get_pp_group().world_size == 1:
+                return s
+            return self.work(s)
+        """)
+    assert guard == G.TRUE
+
+
+def test_a_caller_names_its_own_atoms():
+    src = textwrap.dedent("""
+        def f(self, s):
+            if self.sampler is not None:
+                self.work(s)
+        """)
+    fn = ast.parse(src).body[0]
+    call = next(n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == "self.work")
+
+    def atom_of(node):
+        if isinstance(node, ast.Compare) and ast.unparse(node) == "self.sampler is not None":
+            return G.f_not(("a", "sampler is None"))
+        return None
+
+    assert FunctionGuards(fn, atom_of=atom_of).of(call) == ("not", ("a", "sampler is None"))
+    assert FunctionGuards(fn).of(call) == ("a", "self.sampler is not None")
+
+
+def test_rank_projection_and_size_words():
+    assert G.rank_projection(G.f_and(G.LAST, ("a", "x"))) == G.f_and(G.LAST, G.f_not(G.FIRST))
+    assert G.rank_projection(("a", "x")) == G.TRUE
+    assert G.rank_projection(G.f_and(G.LAST, G.FIRST)) == G.FALSE
+    assert G.mentions_pp_size("self.pp_size > 2") and not G.mentions_pp_size("self.tp_rank > 0")
+
+
+def test_a_flag_set_after_an_assert_keeps_its_formula():
+    """A local flag assigned in the function's own body after an ``assert`` (or an early
+    ``return``) is read as its test; one assigned in a branch is opaque (SGLang 0.5.23
+    bailing_moe_v3.py: ``assert ...`` then ``keep_word_embeddings = pp.is_first_rank or (tie and
+    pp.is_last_rank)``)."""
+    guard, _ = _guard("""
+        def f(self, s):
+            assert s.ok
+            keep = get_pp_group().is_first_rank
+            if keep:
+                self.work(s)
+        """)
+    assert guard == G.f_and(("a", "ok"), G.FIRST)
+    guard, _ = _guard("""
+        def f(self, s):
+            if s.ok:
+                keep = get_pp_group().is_first_rank
+            if keep:
+                self.work(s)
+        """)
+    assert guard == ("a", "keep@4")
