@@ -188,6 +188,8 @@ class SkippedInitAttribute(Rule):
         memo[key] = {}
         import ast
 
+        from pp_attr_lint.semantic.flow import FunctionGuards
+
         path = ctx.resolver.src.path(key[0])
         rec = ctx.resolver.class_record(key)
         try:
@@ -235,13 +237,19 @@ class SkippedInitAttribute(Rule):
             while todo:  # the method, then the nested functions it surely calls (closing over `self`)
                 f0 = todo.pop()
                 done.add(id(f0))
-                for node in _unconditional(f0.body):
-                    for sub in _fast_walk(node):
-                        if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
-                                isinstance(sub.value, ast.Name) and sub.value.id == me:
-                            found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
-                    for call in _calls_run(node):
-                        f = call.func
+                # what runs on every call (on some rank): not under a test of an argument or of
+                # the configuration (SGLang's `forward(..., get_embedding=False)` reads
+                # `self.pooler` only when asked for embeddings), nor in a loop body or a handler
+                guards = FunctionGuards(f0)
+                for sub in sorted(_fast_walk(f0), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))):
+                    every = guards.every_call(sub)
+                    if every is None:
+                        continue
+                    if isinstance(sub, ast.Attribute) and isinstance(sub.ctx, ast.Load) and \
+                            isinstance(sub.value, ast.Name) and sub.value.id == me:
+                        found[sub.attr] = min(found.get(sub.attr, sub.lineno), sub.lineno)
+                    elif isinstance(sub, ast.Call):
+                        f = sub.func
                         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == me \
                                 and f.attr not in helpers:
                             helpers.append(f.attr)
@@ -497,70 +505,6 @@ def _runs(r, mro, name):
         if name in crec["body_names"]:
             return None
     return None
-
-
-def _calls_run(node):
-    """The calls that evaluating ``node`` surely makes: not those inside a lambda, a
-    comprehension's element or condition, a conditional expression's branches or the operands of
-    ``and``/``or`` after the first."""
-    import ast
-
-    out = []
-    todo = [node]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.Call):
-            out.append(n)
-        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(n, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            todo.append(n.generators[0].iter)
-        elif isinstance(n, ast.IfExp):
-            todo.append(n.test)
-        elif isinstance(n, ast.BoolOp):
-            todo.append(n.values[0])
-        else:
-            todo.extend(ast.iter_child_nodes(n))
-    return out
-
-
-def _unconditional(body: list):
-    """The parts of a function body that run on every call: plain statements, the tests of
-    ``if``/``while``, the iterables of ``for``, the bodies of ``with`` and ``try`` (not the branches
-    of an ``if``, a loop's body or a handler: a read there may depend on an argument, e.g. SGLang's
-    ``forward(..., get_embedding=False)`` reads ``self.pooler`` only when asked for embeddings)."""
-    import ast
-
-    out = []
-    for stmt in body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        if isinstance(stmt, (ast.If, ast.While)):
-            out.append(stmt.test)
-            if isinstance(stmt, ast.If) and _exits(stmt.body) and not stmt.orelse:
-                continue
-            if isinstance(stmt, ast.If) and (_exits(stmt.body) or _exits(stmt.orelse)):
-                break  # what follows runs only on one branch
-        elif isinstance(stmt, (ast.For, ast.AsyncFor)):
-            out.append(stmt.iter)
-        elif isinstance(stmt, (ast.With, ast.AsyncWith)):
-            out.extend(item.context_expr for item in stmt.items)
-            out.extend(_unconditional(stmt.body))
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            out.extend(_unconditional(stmt.body))
-        elif isinstance(stmt, ast.Match):
-            out.append(stmt.subject)
-        else:
-            out.append(stmt)
-        if isinstance(stmt, (ast.Return, ast.Raise)):
-            break
-    return out
-
-
-def _exits(body: list) -> bool:
-    import ast
-
-    return bool(body) and isinstance(body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break))
 
 
 # reasons that mean the analysed code lacks what a verdict needs (not a shape the rule cannot read)
