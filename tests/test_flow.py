@@ -164,6 +164,37 @@ def test_rank_projection_and_size_words():
     assert G.mentions_pp_size("self.pp_size > 2") and not G.mentions_pp_size("self.tp_rank > 0")
 
 
+def _example_rule():
+    """The example rule of docs/semantic-model.md, loaded from the document itself."""
+    from helpers import REPO
+
+    text = (REPO / "docs" / "semantic-model.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(code.splitlines()) <= 100
+    scope: dict = {}
+    exec(compile(code, "semantic-model.md", "exec"), scope)
+    return scope["RULE"]
+
+
+def test_the_documented_example_rule_reads_guards():
+    from pp_attr_lint.index.spec import LineIndex
+
+    src = textwrap.dedent("""
+        class Model:
+            def forward(self, x):
+                if get_pp_group().is_last_rank:
+                    self.compute_logits(x)
+                self.compute_logits(x)
+                return get_pp_group().is_first_rank and self.embed_input_ids(x)
+
+            def compute_logits(self, x):
+                return self.compute_logits(x) if x else self.lm_head(x)
+        """)
+    got = _example_rule().collect(ast.parse(src), LineIndex(src))
+    assert [(r[1], r[2], r[5]) for r in got] == [("forward", "compute_logits", 6)]
+    assert got[0][3] == G.TRUE and got[0][4]["@last"] is False
+
+
 def test_a_flag_set_after_an_assert_keeps_its_formula():
     """A local flag assigned in the function's own body after an ``assert`` (or an early
     ``return``) is read as its test; one assigned in a branch is opaque (SGLang 0.5.23
