@@ -3,7 +3,8 @@
 Exit codes (as ruff): 0 no finding remains (or ``--exit-zero``); 1 findings remain, or ``--diff``
 found something to change, or ``--fix`` left a file that changed during the run (even with
 ``--exit-zero``); 2 bad usage, a bad configuration or rule file, a path that does not
-exist, or an internal error.
+exist, ``--baseline-commit`` outside a git repository or with a revision that names no commit,
+or an internal error.  ``--baseline-commit`` and ``--add-noqa``: see docs/adoption.md.
 """
 
 from __future__ import annotations

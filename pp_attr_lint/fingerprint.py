@@ -19,6 +19,7 @@ import tokenize
 from collections import Counter
 
 from .model import Finding
+from .noqa import physical_lines
 
 SARIF_KEY = "ppAttrLint/v1"
 
@@ -85,7 +86,8 @@ def fingerprints(findings: list[Finding], sources: dict[str, str]) -> list[str]:
             key = f"{f.code or f.name}\0{f.message}"
         else:
             if f.path not in per_file:
-                per_file[f.path] = (text.splitlines(), _comment_starts(text), _scopes(text))
+                per_file[f.path] = ([x.rstrip("\r\n") for x in physical_lines(text)], _comment_starts(text),
+                                    _scopes(text))
             lines, comments, scopes = per_file[f.path]
             line = lines[f.row - 1] if 0 < f.row <= len(lines) else ""
             end = f.end_column - 1 if f.end_row == f.row else len(line)

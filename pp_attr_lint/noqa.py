@@ -39,6 +39,13 @@ class Directive:
     codes_end: int | None
 
 
+def physical_lines(text: str) -> list[str]:
+    """The lines of ``text`` as the tokenizer numbers them, line endings kept: split after each
+    ``\\n`` only (``str.splitlines`` also splits at form feeds and other separators, which
+    Python source may hold inside a line)."""
+    return io.StringIO(text).readlines()
+
+
 def _comments(text: str) -> list[tokenize.TokenInfo] | None:
     """The comment tokens of ``text``; ``None`` when it does not tokenize."""
     try:
@@ -85,7 +92,7 @@ def comment_rows(text: str) -> dict[int, int]:
     continued with a backslash to the line the continuation ends on (chains followed).  Lines not
     in the map take their own ``# noqa``.  A file that does not tokenize gives ``{}``."""
     out: dict[int, int] = {}
-    lines = text.splitlines(keepends=True)
+    lines = physical_lines(text)
     try:
         toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
@@ -179,7 +186,7 @@ def add_noqa(text: str, wanted: dict[int, set[str]]) -> tuple[str, int]:
                 per_row.setdefault(target, set()).add(code.upper())
     if not per_row:
         return text, 0
-    lines = text.splitlines(keepends=True)
+    lines = physical_lines(text)
     changed = 0
     for row, codes in sorted(per_row.items()):
         if not 0 < row <= len(lines):

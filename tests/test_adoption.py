@@ -262,6 +262,15 @@ def test_noqa_where_no_comment_can_go():
     assert noqa.add_noqa(new, {1: {"PPA001"}, 4: {"PPA101"}}) == (new, 0)
 
 
+def test_noqa_lines_are_the_tokenizers():
+    """A form feed inside a line (``str.splitlines`` would split there) does not shift the line
+    the comment goes on."""
+    text = "a = 1\x0c  # page\nb = x.y\n"
+    new, n = noqa.add_noqa(text, {2: {"PPA001"}})
+    assert new == "a = 1\x0c  # page\nb = x.y  # noqa: PPA001\n" and n == 1
+    assert noqa.suppressed(new, 2, "PPA001")
+
+
 # -- --add-noqa ------------------------------------------------------------------------------------
 
 def test_add_noqa_marks_every_finding_and_changes_nothing_else(repo):
