@@ -3,7 +3,8 @@
 Exit codes (as ruff): 0 no finding remains (or ``--exit-zero``); 1 findings remain, or ``--diff``
 found something to change, or ``--fix`` left a file that changed during the run (even with
 ``--exit-zero``); 2 bad usage, a bad configuration or rule file, a path that does not
-exist, or an internal error.
+exist, ``--baseline-commit`` outside a git repository or with a revision that names no commit,
+or an internal error.  ``--baseline-commit`` and ``--add-noqa``: see docs/adoption.md.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from . import __version__
 from .report import FORMATS
+from .textio import display_path
 
 SUBCOMMANDS = ("check", "rule", "rules", "audit", "validate")
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -76,6 +78,11 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--output-format", choices=FORMATS, default=None)
     c.add_argument("-o", "--output-file", type=_nonempty_path, help="write the report to this file")
     c.add_argument("--exit-zero", action="store_true", help="exit 0 even when findings remain")
+    c.add_argument("--baseline-commit", metavar="REF", help="report only the findings that the tree at git "
+                   "commit REF does not have (matched by rule, file and code, not by line number; e.g. "
+                   "origin/main, HEAD)")
+    c.add_argument("--add-noqa", action="store_true", help="append `# noqa: CODE` to every line with a finding "
+                   "(merged with a `# noqa` already there); nothing else changes")
     c.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
     c.add_argument("--config", type=_nonempty_path, help="configuration file (pyproject.toml or TOML)")
     c.add_argument("--select", type=_csv, help="comma-separated rule codes or prefixes")
@@ -283,11 +290,17 @@ def run_check(args) -> int:
     from .workspace.environment import environment_paths
     from .workspace.files import discover
 
+    for flag, other in (("--add-noqa", ("fix", "diff", "baseline_commit")), ("--baseline-commit", ("fix", "diff"))):
+        if getattr(args, flag[2:].replace("-", "_")):
+            clash = [o for o in other if getattr(args, o)]
+            if clash:
+                return _fail(f"{flag} cannot be combined with --{clash[0].replace('_', '-')}")
     try:
         cfg = _load_config(args)
         cache_dir = args.cache_dir or cfg.cache_dir or default_cache_dir()
         rules = select_rules(cfg, args.select, args.ignore, args.extend_select,
                              cache_dir=None if args.no_cache else cache_dir)
+        known = _known_codes(cfg, None if args.no_cache else cache_dir)
     except ConfigError as e:
         return _fail(str(e))
     if args.exclude is not None:
@@ -330,10 +343,10 @@ def run_check(args) -> int:
     except OSError as e:
         return _fail(f"--python / `python`: {e}")
 
-    def checked():
+    def checked(files=files, cache=cache, src=src, explicit=explicit, ignore_for=per_file_ignore(cfg), known=known):
         result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
-                       ignore_for=per_file_ignore(cfg), env_paths=env_paths, jobs=jobs_for(args.jobs),
-                       prefilter=not getattr(args, "no_prefilter", False))
+                       ignore_for=ignore_for, env_paths=env_paths, jobs=jobs_for(args.jobs),
+                       prefilter=not getattr(args, "no_prefilter", False), known_codes=known)
         if args.strict or cfg.unresolved == "error":
             from .unjudged import helps
 
@@ -348,7 +361,21 @@ def run_check(args) -> int:
     result = checked()
     for note in result.notes:
         print(f"pp-attr-lint: {note}", file=sys.stderr)
+    for path, row, code in result.noqa_warnings:
+        print(f"pp-attr-lint: warning: {display_path(path)}:{row}: unknown code in noqa: {code}", file=sys.stderr)
+    if args.add_noqa:
+        return _add_noqa(result, args.quiet)
     findings = result.findings
+    fingerprints = None
+    if args.baseline_commit:
+        from .baseline import BaselineError
+
+        try:
+            findings, fingerprints = _new_findings(args, result, paths, src, cfg.exclude, per_file_ignore(cfg),
+                                                   checked, Cache(None, "", enabled=False))
+        except BaselineError as e:
+            return _fail(str(e))
+        result.findings = findings
     fixed = []
     fix_errors = []
     changed = []
@@ -376,7 +403,7 @@ def run_check(args) -> int:
                 print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
             code = EXIT_FINDINGS if diff_text or changed else EXIT_CLEAN
             return EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
-        _report(args, findings, result, fixed, rules, out)
+        _report(args, findings, result, fixed, rules, out, fingerprints)
     finally:
         if out is not sys.stdout:
             out.close()
@@ -387,6 +414,78 @@ def run_check(args) -> int:
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def _known_codes(cfg, cache_dir) -> frozenset[str]:
+    """Every rule code there is (built-in and ``cfg.rule_files``, enabled or not): a ``# noqa``
+    code that selects none of them is warned about."""
+    from .config import ConfigError
+    from .rule_registry import RuleError, all_rules
+
+    try:
+        return frozenset(r.code for r in all_rules(cfg.rule_files, cache_dir))
+    except RuleError as e:
+        raise ConfigError(str(e)) from None
+
+
+def _new_findings(args, result, paths, src, exclude, ignore, checked, cold_cache):
+    """``--baseline-commit``: the findings of ``result`` that the tree at the commit does not have
+    (see :mod:`pp_attr_lint.baseline`), and ``{id(finding): fingerprint}`` of all of them
+    (computed over every finding, so that a finding's fingerprint does not depend on the baseline).
+    The commit's tree is checked by ``checked`` (the same check, other files) with ``cold_cache``
+    (one kept in memory: the tree's folder is temporary), ``per-file-ignores`` (``ignore``)
+    matched on the work tree's paths.  Raises :class:`~pp_attr_lint.baseline.BaselineError`."""
+    from .baseline import open_baseline, subtract
+    from .fingerprint import fingerprints, read_sources
+    from .workspace.files import discover
+
+    current = result.findings
+    fps = fingerprints(current, read_sources(current, result.sources))
+    base = open_baseline(args.baseline_commit, paths, src)
+    try:
+        at = [x for x in (base.at_commit(p) for p in paths) if x is not None]
+        files = discover([Path(x) for x in at], exclude)[0] if at else []
+        base_src = []
+        for s in src:
+            inside = not base.rel(str(s)).startswith("..")
+            mapped = base.at_commit(s) if inside else str(s)
+            if mapped is not None and os.path.isdir(mapped):
+                base_src.append(Path(mapped))
+        explicit = {os.path.abspath(x) for x in at if not os.path.isdir(x)}
+        ignore_for = (lambda p, c: ignore(os.path.join(base.root, base.to_work_tree(p)), c)) if ignore else None
+        old = checked(files=files, cache=cold_cache, src=base_src, explicit=explicit, ignore_for=ignore_for,
+                      known=frozenset()).findings if files else []
+        old_fps = fingerprints(old, read_sources(old))
+        new = subtract(current, fps, base, old, old_fps)
+    finally:
+        base.close()
+    if not args.quiet:
+        had = len(current) - len(new)
+        print(f"pp-attr-lint: baseline {args.baseline_commit} ({base.commit[:12]}): {len(new)} new "
+              f"finding{'s' if len(new) != 1 else ''}; {had} that {args.baseline_commit} already has not shown",
+              file=sys.stderr)
+    return new, {id(f): fp for f, fp in zip(current, fps)}
+
+
+def _add_noqa(result, quiet: bool) -> int:
+    """``--add-noqa``: write the ``# noqa`` comments of ``result``'s findings (see
+    :func:`pp_attr_lint.noqa.write_noqa`); exit 0, 1 when findings without a rule code (files that
+    cannot be read or parsed) remain, 2 when a file cannot be written."""
+    from .noqa import write_noqa
+
+    outcome = write_noqa(result.findings, result.digests)
+    for e in outcome.errors:
+        print(f"pp-attr-lint: error: {e}", file=sys.stderr)
+    for path in outcome.changed:
+        print(f"pp-attr-lint: {path}: changed during the run, no noqa added (run again)", file=sys.stderr)
+    for f in outcome.left:
+        print(f"{display_path(f.path)}:{f.row}:{f.column}: {f.name} {f.message} (no `# noqa` can suppress it)")
+    n = outcome.lines
+    if not quiet:
+        print(f"Added {n} noqa directive{'s' if n != 1 else ''}.", file=sys.stderr)
+    if outcome.errors:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if outcome.left or outcome.changed else EXIT_CLEAN
 
 
 def _looks_like_python(p: Path) -> bool:
@@ -401,7 +500,7 @@ def _looks_like_python(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _report(args, findings, result, fixed, rules, out) -> None:
+def _report(args, findings, result, fixed, rules, out, fingerprints=None) -> None:
     from . import report
 
     fmt = args.output_format or os.environ.get("PP_ATTR_LINT_OUTPUT_FORMAT") or "text"
@@ -430,7 +529,8 @@ def _report(args, findings, result, fixed, rules, out) -> None:
         if unjudged:
             out.write(f"::notice title=pp-attr-lint::{report.gh_escape_data(summary_line(unjudged))}\n")
     elif fmt == "sarif":
-        out.write(report.to_sarif(findings, rules, unjudged))
+        out.write(report.to_sarif(findings, rules, unjudged, sources=result.sources,
+                                  fingerprints=[fingerprints[id(f)] for f in findings] if fingerprints else None))
     else:
         color = None if out is sys.stdout else False
         report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,

@@ -139,13 +139,40 @@ def _uri(path: str) -> str:
     return quote(rel.replace(os.sep, "/")) if not os.path.isabs(rel) else Path(path).as_uri()
 
 
-def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJudged] = ()) -> str:
-    """SARIF 2.1.0: one run, the tool's rules as ``reportingDescriptor``s (with their
-    documentation), one result per finding with its region and its fix as
-    ``fixes[].artifactChanges[].replacements``; each read no rule could judge as a
+PROJECT_URL = "https://github.com/OWNER/pp-attr-lint"  # as pyproject.toml's [project.urls] Homepage
+
+
+def project_url() -> str:
+    """The project's home page: the ``Homepage`` of the installed distribution's ``Project-URL``s
+    (pyproject.toml's ``[project.urls]``), else :data:`PROJECT_URL`."""
+    try:
+        from importlib.metadata import PackageNotFoundError, metadata
+
+        for entry in metadata("pp-attr-lint").get_all("Project-URL") or ():
+            label, _, url = entry.partition(",")
+            if label.strip().lower() == "homepage" and url.strip():
+                return url.strip()
+    except (ImportError, PackageNotFoundError, OSError, ValueError):
+        pass
+    return PROJECT_URL
+
+
+def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJudged] = (),
+             sources: dict[str, str] | None = None, fingerprints: list[str] | None = None) -> str:
+    """SARIF 2.1.0: one run, the tool (``informationUri``: :func:`project_url`) and its rules as
+    ``reportingDescriptor``s (with their documentation), one result per finding with its region,
+    its fix as ``fixes[].artifactChanges[].replacements`` and its fingerprint
+    (:mod:`pp_attr_lint.fingerprint`) in ``partialFingerprints`` under ``ppAttrLint/v1``, so that
+    code scanning follows a finding across commits; each read no rule could judge as a
     ``note``-level ``invocations[0].toolExecutionNotifications`` entry (descriptor id
-    ``not-judged/REASON``, the rule in ``associatedRule``).
+    ``not-judged/REASON``, the rule in ``associatedRule``).  ``sources``: path -> text of files
+    already read; ``fingerprints``: those of ``findings`` when computed over more findings (a
+    ``--baseline-commit`` run's), else they are computed here.
     Schema: https://json.schemastore.org/sarif-2.1.0.json"""
+    from . import fingerprint
+
+    if fingerprints is None:
+        fingerprints = fingerprint.fingerprints(findings, fingerprint.read_sources(findings, sources))
     rule_index = {r.code: i for i, r in enumerate(rules)}
     descriptors = []
     for r in rules:
@@ -162,7 +189,7 @@ def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJud
             d["helpUri"] = r.url
         descriptors.append(d)
     results = []
-    for f in findings:
+    for f, fp in zip(findings, fingerprints):
         region = {"startLine": f.row, "startColumn": f.column, "endLine": f.end_row, "endColumn": f.end_column}
         loc = {"physicalLocation": {"artifactLocation": {"uri": _uri(f.path)}, "region": region}}
         res = {
@@ -170,6 +197,7 @@ def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJud
             "level": "error",
             "message": {"text": f.message},
             "locations": [loc],
+            "partialFingerprints": {fingerprint.SARIF_KEY: fp},
         }
         if f.code in rule_index:
             res["ruleIndex"] = rule_index[f.code]
@@ -191,7 +219,8 @@ def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJud
             }]
         results.append(res)
     run: dict = {
-        "tool": {"driver": {"name": "pp-attr-lint", "version": __version__, "rules": descriptors}},
+        "tool": {"driver": {"name": "pp-attr-lint", "version": __version__, "informationUri": project_url(),
+                            "rules": descriptors}},
         "columnKind": "unicodeCodePoints",
         "results": results,
     }

@@ -10,6 +10,11 @@
 #                     "installed" = use the pp-attr-lint on PATH
 #   INPUT_SARIF_FILE  also write a SARIF report there ("" = no SARIF)
 #   INPUT_PYTHON      interpreter to create the tool's virtual environment with (default python3)
+#   INPUT_BASELINE_COMMIT
+#                     "auto" (default) = on pull_request(_target) events PP_ATTR_LINT_PR_BASE (the
+#                     pull request's base commit), else none; "none" = every finding; else a commit
+#   PP_ATTR_LINT_PR_BASE  the pull request's base commit (action.yml passes
+#                     github.event.pull_request.base.sha); GITHUB_EVENT_NAME says the event
 #
 # Exit code: pp-attr-lint's (0 clean, 1 findings, 2 error), or 2 with an `::error` line when
 # pp-attr-lint cannot be installed or started (the install's log group is closed first).
@@ -111,8 +116,38 @@ if [ -n "$sarif" ]; then
   fi
 fi
 
+# PR mode: the annotations (and the exit code) are the findings the base commit does not have
+baseline="${INPUT_BASELINE_COMMIT:-auto}"
+case "$baseline" in
+  auto)
+    case "${GITHUB_EVENT_NAME:-}" in
+      pull_request | pull_request_target)
+        baseline="${PP_ATTR_LINT_PR_BASE:-}"
+        [ -n "$baseline" ] || fail "baseline-commit: auto on a ${GITHUB_EVENT_NAME} event, but the event names no base commit (github.event.pull_request.base.sha)"
+        ;;
+      *) baseline="" ;;
+    esac
+    ;;
+  none | "") baseline="" ;;
+esac
+base_args=()
+if [ -n "$baseline" ]; then
+  if ! git cat-file -e "$baseline^{commit}" 2>/dev/null; then
+    # a shallow checkout (actions/checkout's default fetch-depth: 1) lacks the base commit
+    echo "::group::Fetch the baseline commit $baseline"
+    group_open=1
+    if ! git fetch --no-tags --depth=1 origin "$baseline"; then
+      fail "baseline-commit: cannot fetch $baseline from origin; check out with \`fetch-depth: 0\` or set \`baseline-commit: none\`"
+    fi
+    echo "::endgroup::"
+    group_open=""
+  fi
+  base_args=(--baseline-commit "$baseline")
+  echo "pp-attr-lint: PR mode: reporting only the findings that $baseline does not have"
+fi
+
 set +e
-"${tool[@]}" check --output-format github "${extra[@]}" -- "${paths[@]}"
+"${tool[@]}" check --output-format github "${base_args[@]}" "${extra[@]}" -- "${paths[@]}"
 rc=$?
 set -e
 write_outputs "$rc" "$sarif"

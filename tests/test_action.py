@@ -56,11 +56,17 @@ def workflow_inputs() -> dict[str, str]:
     return {k: "" if v is None else str(v) for k, v in (steps[0].get("with") or {}).items()}
 
 
-def resolve(template: str, inputs: dict[str, str], step_outputs: dict[str, dict[str, str]]) -> str:
+def resolve(template: str, inputs: dict[str, str], step_outputs: dict[str, dict[str, str]],
+            github: dict[str, str] | None = None) -> str:
+    """``${{ ... }}`` of action.yml substituted: ``inputs.*``, ``steps.*.outputs.*`` and the
+    ``github.*`` context (``github``: dotted name -> value; a name it lacks is "", as on an event
+    without that field)."""
     def sub(m: re.Match) -> str:
         expr = m.group(1)
         if expr.startswith("inputs."):
             return inputs[expr[len("inputs."):]]
+        if expr.startswith("github."):
+            return (github or {}).get(expr[len("github."):], "")
         mm = re.fullmatch(r"steps\.([\w-]+)\.outputs\.([\w-]+)", expr)
         if mm:
             return step_outputs.get(mm.group(1), {}).get(mm.group(2), "")
@@ -70,8 +76,11 @@ def resolve(template: str, inputs: dict[str, str], step_outputs: dict[str, dict[
 
 
 def execute(workspace: Path, tmp_path: Path, with_: dict[str, str], path_first: str | None = None,
-            action_path: Path = REPO, python: str = sys.executable, extra_env: dict[str, str] | None = None):
-    """Run the action's run step like the runner; returns (rc, stdout, stderr, outputs)."""
+            action_path: Path = REPO, python: str = sys.executable, extra_env: dict[str, str] | None = None,
+            event: str | None = None, github: dict[str, str] | None = None):
+    """Run the action's run step like the runner; returns (rc, stdout, stderr, outputs).
+    ``event``: the event's name (GITHUB_EVENT_NAME); ``github``: its context fields
+    (``{"event.pull_request.base.sha": ...}``)."""
     action = load(ACTION)
     inputs = {k: str(v.get("default", "")) for k, v in action["inputs"].items()}
     unknown = set(with_) - set(inputs)
@@ -81,7 +90,7 @@ def execute(workspace: Path, tmp_path: Path, with_: dict[str, str], path_first: 
     # what actions/setup-python (update-environment: false) would give: the interpreter's path
     outputs = {"python": {"python-path": python}}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("INPUT_", "GITHUB_", "PP_ATTR_LINT_"))}
-    env.update({k: resolve(str(v), inputs, outputs) for k, v in step.get("env", {}).items()})
+    env.update({k: resolve(str(v), inputs, outputs, github) for k, v in step.get("env", {}).items()})
     gh_output = tmp_path / "github_output"
     gh_output.write_text("")
     runner_temp = tmp_path / "runner_temp"
@@ -89,6 +98,8 @@ def execute(workspace: Path, tmp_path: Path, with_: dict[str, str], path_first: 
     env.update({"GITHUB_ACTION_PATH": str(action_path), "GITHUB_OUTPUT": str(gh_output), "RUNNER_TEMP": str(runner_temp),
                 "GITHUB_WORKSPACE": str(workspace), "GITHUB_ACTIONS": "true", "CI": "true",
                 "PP_ATTR_LINT_CACHE_DIR": str(tmp_path / "cache"), "NO_COLOR": "1"})
+    if event:
+        env["GITHUB_EVENT_NAME"] = event
     if path_first:
         env["PATH"] = path_first + os.pathsep + env.get("PATH", "")
     env.update(extra_env or {})
@@ -137,7 +148,10 @@ def test_action_yml_shape():
 def test_example_workflow():
     wf = load(WORKFLOW)
     on = wf.get("on", wf.get(True))  # YAML 1.1 reads a bare `on` as true
-    assert on["pull_request"]["paths"] == ["**/model_executor/models/**"]
+    # every folder with model code: vLLM 0.32.0 has 4 of its 14 findings in vllm/models/
+    assert on["pull_request"]["paths"] == ["vllm/**.py"]
+    assert workflow_inputs()["paths"] == "vllm"
+    assert workflow_inputs()["baseline-commit"] == "auto"
     lint = wf["jobs"]["lint"]
     assert lint["permissions"]["security-events"] == "write"
     uses = [s.get("uses", "") for s in lint["steps"]]
@@ -165,7 +179,7 @@ def test_validate_step_arguments_parse():
 
 def test_run_step_with_the_workflow_inputs(workspace, tmp_path):
     with_ = workflow_inputs()
-    assert with_["paths"] == "vllm/model_executor/models"
+    assert with_["paths"] == "vllm"
     with_["version"] = "installed"  # use this environment's pp-attr-lint instead of installing
     rc, out, err, outputs = execute(workspace, tmp_path, with_, path_first=VENV_BIN)
     assert rc == 1, err
@@ -343,3 +357,83 @@ def test_docs_say_no_release_is_published():
     assert "**No release of pp-attr-lint is published on PyPI yet.**" in doc
     assert "`version: latest` and `version: 0.1.0` work only once releases are published" in doc
     assert "**2** error" in doc and "pp-attr-lint could not be installed or started" in doc
+
+
+# -- PR mode -------------------------------------------------------------------------------------------
+
+def git(cwd: Path, *args: str) -> str:
+    r = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main", *args],
+                       cwd=cwd, capture_output=True, text=True, check=True)
+    return r.stdout.strip()
+
+
+@pytest.fixture
+def pr_repo(workspace) -> tuple[Path, str]:
+    """The workspace as a git repository: ``main`` has the seed bug (one finding); the checked
+    out branch adds lines above it and a new bug in a new model file.  Returns (workspace, the
+    base commit)."""
+    git(workspace, "init", "-q")
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "base")
+    base = git(workspace, "rev-parse", "HEAD")
+    git(workspace, "checkout", "-qb", "pr")
+    vl = workspace / "vllm" / "model_executor" / "models" / "qwen3_vl.py"
+    vl.write_text("# a comment\nimport os\n\n" + vl.read_text())
+    (vl.parent / "qwen3_copy.py").write_text(vl.read_text().replace("Qwen3VL", "Qwen3Copy"))
+    git(workspace, "add", "-A")
+    git(workspace, "commit", "-qm", "pr")
+    return workspace, base
+
+
+def test_run_step_pr_mode_reports_only_the_new_finding(pr_repo, tmp_path):
+    ws, base = pr_repo
+    with_ = workflow_inputs() | {"version": "installed", "sarif-file": "r.sarif"}
+    rc, out, err, outputs = execute(ws, tmp_path, with_, path_first=VENV_BIN, event="pull_request",
+                                    github={"event.pull_request.base.sha": base})
+    assert rc == 1, out + err
+    errors = [ln for ln in out.splitlines() if ln.startswith("::error")]
+    assert len(errors) == 1, out
+    assert "file=vllm/model_executor/models/qwen3_copy.py," in errors[0]
+    assert f"reporting only the findings that {base} does not have" in out
+    assert "1 new finding; 1 that" in err
+    # the SARIF report keeps both findings, with fingerprints code scanning can follow
+    sarif = json.loads((ws / "r.sarif").read_text())
+    validate_sarif(sarif)
+    results = sarif["runs"][0]["results"]
+    assert len(results) == 2 and all(r["partialFingerprints"]["ppAttrLint/v1"] for r in results)
+
+
+@pytest.mark.parametrize("event,baseline", [("push", "auto"), ("pull_request", "none")])
+def test_run_step_without_pr_mode_reports_everything(pr_repo, tmp_path, event, baseline):
+    ws, base = pr_repo
+    rc, out, err, _ = execute(ws, tmp_path, {"version": "installed", "paths": "vllm", "baseline-commit": baseline},
+                              path_first=VENV_BIN, event=event, github={"event.pull_request.base.sha": base})
+    assert rc == 1, out + err
+    assert out.count("::error title=pp-attr-lint (PPA001)") == 2
+    assert "PR mode" not in out
+
+
+def test_run_step_pr_mode_old_findings_only(pr_repo, tmp_path):
+    """A pull request that adds lines above an old finding and no bug: exit 0, no annotation."""
+    ws, base = pr_repo
+    (ws / "vllm" / "model_executor" / "models" / "qwen3_copy.py").unlink()
+    rc, out, err, outputs = execute(ws, tmp_path, {"version": "installed", "paths": "vllm"},
+                                    path_first=VENV_BIN, event="pull_request",
+                                    github={"event.pull_request.base.sha": base})
+    assert rc == 0, out + err
+    assert "::error" not in out and outputs["exit-code"] == "0"
+
+
+def test_run_step_pr_mode_base_cannot_be_had(pr_repo, tmp_path):
+    """The base commit is neither in the checkout nor fetchable (no origin): exit 2 with an
+    ::error that says what to do, never a silent full or empty report."""
+    ws, _ = pr_repo
+    rc, out, err, outputs = execute(ws, tmp_path, {"version": "installed", "paths": "vllm"},
+                                    path_first=VENV_BIN, event="pull_request",
+                                    github={"event.pull_request.base.sha": "1" * 40})
+    assert rc == 2, out + err
+    [line] = [ln for ln in out.splitlines() if ln.startswith("::error")]
+    assert "cannot fetch 1111111111111111111111111111111111111111 from origin" in line
+    assert "fetch-depth: 0" in line
+    assert out.count("::group::") == out.count("::endgroup::")
+    assert outputs["exit-code"] == "2"

@@ -124,3 +124,50 @@ def test_pre_commit_try_repo_end_to_end(tmp_path):
     r = try_repo("pp-attr-lint", "--files", str(VL))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Passed" in r.stdout
+
+
+def test_pre_commit_with_baseline_commit_head(tmp_path):
+    """The hook with ``args: [--baseline-commit, HEAD]`` (docs/adoption.md): a commit that only
+    edits a comment of a file with an old finding passes, one that adds a finding fails on that
+    finding alone; the plain hook fails on the old one."""
+    pre_commit = _pre_commit()
+    hook_repo = _hook_repo(tmp_path / "hook-repo")
+    rev = _git(hook_repo, "rev-parse", "HEAD").strip()
+    ws = tmp_path / "user-repo"
+    shutil.copytree(SEED / "minivllm", ws / "minivllm", ignore=shutil.ignore_patterns("*.fixed", "__pycache__"))
+    hooks = [{"id": "pp-attr-lint", "alias": "pr-mode", "args": ["--baseline-commit", "HEAD"]},
+             {"id": "pp-attr-lint", "alias": "plain", "name": "plain"}]
+    (ws / ".pre-commit-config.yaml").write_text(yaml.safe_dump(
+        {"repos": [{"repo": str(hook_repo), "rev": rev, "hooks": hooks}]}))
+    _git(ws, "init", "-q")
+    _git(ws, "add", "-A")
+    _git(ws, "commit", "-q", "-m", "the seed bug is already there")
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "PP_ATTR_LINT_OUTPUT_FORMAT")}
+    env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), PP_ATTR_LINT_CACHE_DIR=str(tmp_path / "cache"),
+               GIT_CONFIG_GLOBAL=os.devnull, GIT_CONFIG_NOSYSTEM="1", NO_COLOR="1", PRE_COMMIT_COLOR="never")
+
+    def run(hook: str) -> subprocess.CompletedProcess:
+        return subprocess.run([*pre_commit, "run", hook, "--color", "never"], cwd=ws, env=env,
+                              capture_output=True, text=True, timeout=900)
+
+    text = (ws / VL).read_text()
+    (ws / VL).write_text(text.replace('"""The seed bug', '# a comment edit\n"""The seed bug'))
+    _git(ws, "add", str(VL))
+    r = run("pr-mode")
+    out = r.stdout + r.stderr
+    if "An unexpected error has occurred" in out:
+        pytest.fail(f"pre-commit could not install the hook repository:\n{out[-3000:]}")
+    assert r.returncode == 0, out
+    r = run("plain")
+    assert r.returncode == 1 and "PPA001" in r.stdout, r.stdout + r.stderr
+
+    start = text.index("class Qwen3VLForConditionalGeneration")
+    end = text.index("    def layer_range")
+    (ws / VL).write_text((ws / VL).read_text() + "\n\n" + text[start:end].replace("Qwen3VLForConditionalGeneration",
+                                                                                  "Another"))
+    _git(ws, "add", str(VL))
+    r = run("pr-mode")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert out.count("PPA001") == 2 and "Found 1 error." in out  # header and caret of the one finding
+    assert f"{VL}:{(ws / VL).read_text().count(chr(10)) - 3}:20: PPA001" in out and "Found 1 error." in out

@@ -12,9 +12,7 @@ unchanged, without importing any analysis code.
 
 from __future__ import annotations
 
-import io
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -77,48 +75,14 @@ class CheckResult:
     # path -> the content hash (blake2b, 16 bytes, hex) of the bytes the checked file's findings
     # were computed on, where known (a result memoized by an older version has none)
     digests: dict[str, str] = field(default_factory=dict)
-
-
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
-
-
-def noqa_map(text: str) -> dict[int, set[str]]:
-    """The ``# noqa`` comments of a file: line -> the codes it suppresses (``{"*"}`` for a bare
-    ``# noqa``).  Uses :mod:`tokenize`, so that ``# noqa`` inside a string does not count; a file
-    that does not tokenize has none."""
-    out: dict[int, set[str]] = {}
-    if "noqa" not in text.lower():
-        return out
-    import tokenize
-
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.COMMENT:
-                m = _NOQA.search(tok.string)
-                if m:
-                    codes = m.group("codes")
-                    out[tok.start[0]] = {"*"} if not codes else {c.strip().upper() for c in codes.split(",")}
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return {}
-    return out
-
-
-def _line(text: str, row: int) -> str:
-    """Line ``row`` (1-based) of ``text`` ("" past the end); lines end as for the tokenizer."""
-    start = 0
-    for _ in range(row - 1):
-        nl = text.find("\n", start)
-        if nl < 0:
-            return ""
-        start = nl + 1
-    end = text.find("\n", start)
-    return text[start:] if end < 0 else text[start:end]
+    # (path, line, code) of each code of a `# noqa` that looks like a rule code but selects no rule
+    noqa_warnings: list[tuple[str, int, str]] = field(default_factory=list)
 
 
 def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path] = (),
           as_module: str | None = None, explicit: set[str] = frozenset(),
           ignore_for: callable = None, env_paths: list[str] | None = None, jobs: int = 1,
-          prefilter: bool = True) -> CheckResult:
+          prefilter: bool = True, known_codes: frozenset[str] = frozenset()) -> CheckResult:
     """Check ``files`` with ``rules``.
 
     Args:
@@ -138,6 +102,9 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
             result is the same for any number.
         prefilter: ``False`` turns the byte prefilters off: every file is parsed and every rule
             checks it (slow; for the tests that prove each prefilter sound).
+        known_codes: every rule code there is (enabled or not); a code of a ``# noqa`` in
+            ``files`` that looks like one but selects none is listed in ``noqa_warnings`` (see
+            :func:`pp_attr_lint.noqa.unknown_codes`).
 
     Returns:
         A :class:`CheckResult`.  Files that cannot be read, decoded or parsed give a finding with
@@ -158,7 +125,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         [(r.code, r.source, repr(r)) for r in rules],
         paths, [os.path.abspath(s) for s in src], as_module, sorted(explicit), os.getcwd(), env_paths,
         environment_stamp(env_paths),  # the installed distributions and their versions
-        prefilter,
+        prefilter, sorted(known_codes),
     )), digest_size=16).hexdigest()
     memo = cache.memo(memo_key)
     replayed = None
@@ -168,21 +135,23 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
                 replayed = ([finding_from_dict(d) for d in memo["findings"]],
                             [not_judged_from_dict(d) for d in memo.get("not_judged", ())],
                             [str(n) for n in memo.get("notes", ())],
-                            {str(k): str(v) for k, v in dict(memo.get("digests", {})).items()})
+                            {str(k): str(v) for k, v in dict(memo.get("digests", {})).items()},
+                            [(str(p), int(r), str(c)) for p, r, c in memo.get("noqa_warnings", ())])
         except (TypeError, KeyError, ValueError, AttributeError, IndexError):
             replayed = None  # an entry of another shape (damaged): the run is made anew
     if replayed is not None:
-        raw, unjudged, notes, digests = replayed
+        raw, unjudged, notes, digests, warnings = replayed
     else:
         touched, raw, unjudged, notes, digests = _analyze(paths, rules, cache, src, as_module, explicit, env_paths,
                                                           jobs, prefilter)
+        warnings = _noqa_warnings(paths, known_codes) if known_codes else []
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],
                                   "not_judged": [not_judged_to_dict(n) for n in unjudged], "notes": notes,
-                                  "digests": digests})
+                                  "digests": digests, "noqa_warnings": warnings})
         cache.flush()
     findings: list[Finding] = []
     sources: dict[str, str] = {}
-    noqa: dict[str, dict[int, set[str]]] = {}
+    noqa: dict[str, list] = {}  # path -> its noqa directives and comment placement, made once
     gone: dict[str, str] = {}  # files with findings that vanished or became unreadable since: why
     for f in raw:
         if f.code is None:
@@ -206,13 +175,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
             except SyntaxError as e:
                 gone[f.path] = f"cannot decode file: {e.msg}"
                 continue
-        row = f.noqa_row or f.row
-        codes = None
-        if "noqa" in _line(sources[f.path], row).lower():  # tokenize only a file whose line may carry one
-            if f.path not in noqa:
-                noqa[f.path] = noqa_map(sources[f.path])
-            codes = noqa[f.path].get(row)
-        if codes is not None and ("*" in codes or f.code in codes):
+        if _noqa_suppressed(sources[f.path], f.noqa_row or f.row, f.code, noqa.setdefault(f.path, [None, None])):
             continue
         findings.append(f)
     # a file whose findings cannot be shown any more is one io-error finding (as at its first read)
@@ -223,7 +186,8 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         unjudged = [n for n in unjudged if not ignore_for(n.path, n.code)]
     return CheckResult(findings=findings, files_checked=len(paths), sources=sources,
                        not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes,
-                       digests={f.path: digests[f.path] for f in findings if digests.get(f.path)})
+                       digests={f.path: digests[f.path] for f in findings if digests.get(f.path)},
+                       noqa_warnings=warnings)
 
 
 def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1, prefilter=True):
@@ -437,14 +401,67 @@ def _broken_file(st) -> Finding:
                    path=st.path, row=line, column=col + 1, end_row=line, end_column=col + 1, help=help)
 
 
+def _noqa_suppressed(text: str, row: int, code: str | None, memo: list) -> bool:
+    """Whether a ``# noqa`` of ``text`` suppresses a finding of ``code`` at line ``row`` (see
+    :func:`pp_attr_lint.noqa.suppressed`).  ``memo``: a per-file ``[directives, comment rows]``
+    list, filled at the first use; a file without the word ``noqa`` is not tokenized."""
+    from .. import noqa
+
+    if "noqa" not in text.lower():
+        return False
+    if memo[0] is None:
+        memo[0] = noqa.directives(text)
+        memo[1] = noqa.comment_rows(text) if memo[0] else {}
+    marks, rows = memo
+    return noqa.suppressed(text, row, code, marks, rows)
+
+
+def _noqa_warnings(paths: list[str], known: frozenset[str]) -> list[tuple[str, int, str]]:
+    """``(path, line, code)`` of each ``# noqa`` code in the files ``paths`` that looks like one of
+    the ``known`` rule codes but selects none of them (:func:`pp_attr_lint.noqa.unknown_codes`).
+    Bytes are searched first; only a file with a candidate is decoded and tokenized.  A file
+    that cannot be read or decoded is passed over (its io-error is reported by the check)."""
+    import re
+
+    from .. import noqa
+    from ..textio import source_from_bytes
+
+    ours = sorted({noqa.letters(k) for k in known if noqa.letters(k)})
+    if not ours:
+        return []
+    # a code after `noqa:` whose letters start like ours (`P`, `PP`, `PPA...`)
+    head = "|".join(sorted({re.escape(x[:1]) for x in ours}))
+    candidate = re.compile(rb"(?i)#\s*noqa\s*:[^\n]*?\b(?:" + head.encode() + rb")")
+    out = []
+    for path in paths:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if not candidate.search(data):
+            continue
+        try:
+            text = source_from_bytes(data).text
+        except (UnicodeDecodeError, SyntaxError):
+            continue
+        out += [(path, row, code) for row, code in noqa.unknown_codes(text, known)]
+    return out
+
+
 def _drop_noqa(path: str, records: list[NotJudged]) -> list[NotJudged]:
     """``records`` without those on a line whose ``# noqa`` covers their rule."""
+    from .. import noqa
     from ..textio import read_source
 
     try:
-        marks = noqa_map(read_source(path).text)
+        text = read_source(path).text
     except (OSError, UnicodeDecodeError, SyntaxError):
         return records
-    return [n for n in records if not ((c := marks.get(n.row)) and ("*" in c or n.code in c))]
+    marks = noqa.directives(text)
+    if not marks:
+        return records
+    rows = noqa.comment_rows(text)
+    return [n for n in records if not noqa.suppressed(text, n.row, n.code, marks, rows)]
 
 
