@@ -210,8 +210,12 @@ def _load_config(args):
             raise ConfigError(f"{args.config}: configuration file not found")
         return load_config(args.config, explicit=True)
     paths = getattr(args, "paths", None) or [Path(".")]
-    first = paths[0] if paths[0].exists() else Path(".")
-    return load_config(find_config(first if first.is_dir() else first.parent))
+    try:
+        first = paths[0] if paths[0].exists() else Path(".")
+        is_dir = first.is_dir()
+    except OSError:  # cannot be reached (a folder above it is not searchable): reported by discover
+        first, is_dir = Path("."), True
+    return load_config(find_config(first if is_dir else first.parent))
 
 
 def run_rules(args) -> int:
@@ -279,7 +283,7 @@ def run_check(args) -> int:
     from .engine.check import cache_salt, check
     from .engine.parallel import jobs_for
     from .model import Finding
-    from .workspace.cache import Cache, default_cache_dir
+    from .workspace.cache import Cache, default_cache_dir, size_limit
     from .workspace.environment import environment_paths
     from .workspace.files import discover
 
@@ -290,16 +294,34 @@ def run_check(args) -> int:
                              cache_dir=None if args.no_cache else cache_dir)
     except ConfigError as e:
         return _fail(str(e))
+    try:
+        if not args.no_cache:
+            size_limit()  # a bad $PP_ATTR_LINT_CACHE_MAX_MB is an error before the run, not ignored
+    except ValueError as e:
+        return _fail(str(e))
     if args.exclude is not None:
         cfg.exclude = list(args.exclude)
     if args.extend_exclude:
         cfg.exclude += args.extend_exclude
     paths = args.paths or [Path(".")]
-    files, errors = discover(paths, cfg.exclude)
+    problems = []
+    files, errors = discover(paths, cfg.exclude, problems=problems)
     if errors:
         for e in errors:
             print(f"pp-attr-lint: error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    from .textio import display_path
+
+    for pr in problems:
+        if pr.kind == "not-regular":
+            print(f"pp-attr-lint: warning: {display_path(pr.path)}: not a regular file ({pr.message}); skipped, never opened",
+                  file=sys.stderr)
+        elif pr.kind == "removed":
+            print(f"pp-attr-lint: removed {display_path(pr.path)}: {pr.message}", file=sys.stderr)
+    # a folder that cannot be listed: its files are not checked, and that is reported (exit 1)
+    unlisted = [Finding(code=None, name="io-error", message=pr.message, path=pr.path, row=1, column=1, end_row=1,
+                        end_column=1, help="Make the folder readable (its files are not checked)")
+                for pr in problems if pr.kind == "unreadable"]
     if args.as_module and len(files) != 1:
         return _fail("--as-module needs exactly one file")
     if args.as_module and not all(p.isidentifier() for p in args.as_module.split(".")):
@@ -316,7 +338,11 @@ def run_check(args) -> int:
                if hidden else "")
         print(f"pp-attr-lint: warning: no Python files found under the given paths{why}", file=sys.stderr)
     for p in paths:
-        if p.is_file() and not _looks_like_python(p):
+        try:
+            plain_file = p.is_file()
+        except OSError:
+            plain_file = False
+        if plain_file and not _looks_like_python(p):
             print(f"pp-attr-lint: warning: {p}: not a Python file (no `.py` suffix); checked as Python source",
                   file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
@@ -343,6 +369,8 @@ def run_check(args) -> int:
                         + (f"; may help: {helps(n.reason)}" if helps(n.reason) else ""))
                 for n in result.not_judged], key=Finding.sort_key)
             result.not_judged = []
+        if unlisted:
+            result.findings = sorted(result.findings + unlisted, key=Finding.sort_key)
         return result
 
     result = checked()
@@ -376,7 +404,7 @@ def run_check(args) -> int:
                 print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
             code = EXIT_FINDINGS if diff_text or changed else EXIT_CLEAN
             return EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
-        _report(args, findings, result, fixed, rules, out)
+        _report(args, findings, result, fixed, rules, out, fix_errors)
     finally:
         if out is not sys.stdout:
             out.close()
@@ -401,7 +429,7 @@ def _looks_like_python(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _report(args, findings, result, fixed, rules, out) -> None:
+def _report(args, findings, result, fixed, rules, out, fix_errors=()) -> None:
     from . import report
 
     fmt = args.output_format or os.environ.get("PP_ATTR_LINT_OUTPUT_FORMAT") or "text"
@@ -434,7 +462,8 @@ def _report(args, findings, result, fixed, rules, out) -> None:
     else:
         color = None if out is sys.stdout else False
         report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,
-                          not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet)
+                          not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet,
+                          fix_errors=fix_errors)
 
 
 if __name__ == "__main__":  # pragma: no cover

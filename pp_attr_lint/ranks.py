@@ -31,6 +31,8 @@ from .index.summary import child_nodes, dotted_name, ref_chain
 from .index.summary import walk as _fast_walk
 from .resolve import EXTERNAL as EXTERNAL_KEY
 from .resolve import Unresolved, adds_no_attribute
+from .textio import read_regular
+from .unjudged import BROKEN_FILE
 
 TRUE = ("T",)
 FIRST = ("a", "@first")
@@ -48,7 +50,7 @@ LAST_RANK_ATTRS = frozenset({"lm_head"})
 ARG_READERS = {"tie_weights": "weight"}
 # the reasons a receiver's class was not found that say the run lacks code, not that the code
 # cannot be told (a plugin checked without vLLM installed): a read then is listed as not judged
-MISSING_CODE = frozenset({"module-not-found", "unknown-base", "syntax-error"})
+MISSING_CODE = frozenset({"module-not-found", "unknown-base"}) | BROKEN_FILE
 # the most files holding a method's name that RankFacts.caller_rank reads to follow its callers
 MAX_CALLER_FILES = 200
 
@@ -1234,7 +1236,9 @@ class RankFacts:
                         touched.setdefault(d, (st.st_mtime_ns, st.st_size))
                     except OSError:
                         touched.setdefault(d, None)
-                    subdirs[:] = sorted(x for x in subdirs if not x.startswith(".") and x != "__pycache__")
+                    # the cache's own folder (when it is under the checked tree) is not the tree's code
+                    subdirs[:] = sorted(x for x in subdirs if not x.startswith(".") and x != "__pycache__"
+                                        and not self.ctx.project.cache.owns(os.path.join(d, x)))
                     for n in sorted(files):
                         if n.endswith(".py"):
                             path = os.path.join(d, n)
@@ -1347,8 +1351,7 @@ class RankFacts:
             try:
                 stat = os.stat(path)
                 self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
-                with open(path, "rb") as fh:
-                    contents[path] = fh.read()
+                contents[path] = read_regular(path)  # never a pipe or a device
             except OSError:
                 contents[path] = None
         return contents[path]
@@ -2005,9 +2008,8 @@ class RankFacts:
                     try:
                         st = os.stat(path)
                         self.ctx.project.touched.setdefault(path, (st.st_mtime_ns, st.st_size))
-                        with open(path, "rb") as fh:
-                            if b".register_model(" not in fh.read():
-                                continue
+                        if b".register_model(" not in read_regular(path):
+                            continue
                     except OSError:
                         continue
                     rel = os.path.relpath(path, self.ctx.file.root)[:-3].split(os.sep)
@@ -2208,9 +2210,8 @@ class RankFacts:
             try:
                 stat = os.stat(path)
                 self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))  # the result depends on it
-                with open(path, "rb") as f:
-                    if F.MAKE_LAYERS.encode() not in f.read():
-                        continue
+                if F.MAKE_LAYERS.encode() not in read_regular(path):
+                    continue
             except OSError:
                 continue
             out.append(f"{package}.{name[:-3]}")

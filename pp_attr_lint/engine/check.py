@@ -21,6 +21,7 @@ from pathlib import Path
 from ..model import Finding, NotJudged
 from ..rule_api import Rule
 from ..textio import display_path
+from ..unjudged import BROKEN_FILE
 from ..workspace.cache import Cache
 from ..workspace.project import Project
 
@@ -164,7 +165,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     replayed = None
     if memo is not None:
         try:
-            if unchanged(memo["touched"]):
+            if unchanged(memo["touched"], skip=cache.owns):
                 replayed = ([finding_from_dict(d) for d in memo["findings"]],
                             [not_judged_from_dict(d) for d in memo.get("not_judged", ())],
                             [str(n) for n in memo.get("notes", ())],
@@ -176,10 +177,14 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     else:
         touched, raw, unjudged, notes, digests = _analyze(paths, rules, cache, src, as_module, explicit, env_paths,
                                                           jobs, prefilter)
+        # the cache's own folder, when it is inside the checked tree, is not what the result depends
+        # on: its files change with every run that writes it
+        touched = {p: k for p, k in touched.items() if not cache.owns(p)}
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],
                                   "not_judged": [not_judged_to_dict(n) for n in unjudged], "notes": notes,
                                   "digests": digests})
         cache.flush()
+        cache.evict()
     findings: list[Finding] = []
     sources: dict[str, str] = {}
     noqa: dict[str, dict[int, set[str]]] = {}
@@ -351,7 +356,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
             file_unjudged = _drop_noqa(st.path, file_unjudged)
         broken = []
         for n in file_unjudged:
-            if n.reason == "syntax-error" and n.dep_path:
+            if n.reason in BROKEN_FILE and n.dep_path:
                 dep = project.state_of(n.dep_path)
                 if dep is not None and (dep.syntax_error or dep.error):
                     broken.append(_broken_file(dep))
