@@ -2,8 +2,11 @@
 
 Exit codes (as ruff): 0 no finding remains (or ``--exit-zero``); 1 findings remain, or ``--diff``
 found something to change, or ``--fix`` left a file that changed during the run (even with
-``--exit-zero``); 2 bad usage, a bad configuration or rule file, a path that does not
-exist, or an internal error.
+``--exit-zero``), or a file or folder cannot be read (``io-error``); 2 bad usage, a bad
+configuration or rule file, a path that does not exist or is not a regular file or folder,
+``--fix`` could not write a file (a full disk), or an internal error; 3 the checked code imports
+an engine (vLLM, SGLang) that cannot be found, so what depends on it is not judged (even with
+``--exit-zero``; give it with ``--src`` or ``--python``).  ``validate`` has codes of its own.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from . import __version__
 from .report import FORMATS
 
 SUBCOMMANDS = ("check", "rule", "rules", "audit", "validate")
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_NO_ENGINE = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -403,18 +406,48 @@ def run_check(args) -> int:
             if n:
                 print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
             code = EXIT_FINDINGS if diff_text or changed else EXIT_CLEAN
-            return EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
-        _report(args, findings, result, fixed, rules, out, fix_errors)
+            code = EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
+            return _engine_exit(result, python, code)
+        _report(args, findings, result, fixed, rules, out, fix_errors, python)
     finally:
         if out is not sys.stdout:
             out.close()
     if fix_errors:
         return EXIT_ERROR
+    if result.missing_engines:
+        return _engine_exit(result, python, EXIT_CLEAN)
     if changed:
         return EXIT_FINDINGS  # a file's edit during the run was kept and its fixes left: run again
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_CLEAN
+
+
+def engine_message(missing: dict[str, int], python: str | None) -> str:
+    """The error said when the checked code imports an engine that cannot be found (``missing``:
+    engine -> reads not judged because of it, see
+    :func:`pp_attr_lint.engine.check.missing_engines`): which, why, and every way to give it."""
+    names = ", ".join(f"`{e}`" for e in sorted(missing))
+    n = sum(missing.values())
+    env = ("no environment (`--python none`)" if python == "none" else
+           f"the environment of {python}" if python else f"the environment of {sys.executable}")
+    first = sorted(missing)[0]
+    return (f"the checked code imports {names}, which cannot be found: it is not in the checked folders, no `--src` "
+            f"folder holds it, and {env} does not have it installed; {n} read{'s' if n != 1 else ''} that depend on "
+            f"it {'are' if n != 1 else 'is'} not judged. Give the engine to pp-attr-lint: "
+            f"`--src PATH_TO_ENGINE_SOURCE` (a checkout that holds `{first}/`), or "
+            f"`--python /path/to/venv/bin/python` (an environment with it installed); in pre-commit, "
+            f"`additional_dependencies: [{first}==X.Y.Z]` on the hook, or `language: system` with "
+            f"`args: [--python, /path/to/venv/bin/python]` (docs/plugins.md)")
+
+
+def _engine_exit(result, python: str | None, code: int) -> int:
+    """``code``, or :data:`EXIT_NO_ENGINE` with :func:`engine_message` on stderr when ``result``
+    misses an engine (an error exit, 2, stays)."""
+    if not result.missing_engines or code == EXIT_ERROR:
+        return code
+    print(f"pp-attr-lint: error: {engine_message(result.missing_engines, python)}", file=sys.stderr)
+    return EXIT_NO_ENGINE
 
 
 def _looks_like_python(p: Path) -> bool:
@@ -429,7 +462,7 @@ def _looks_like_python(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _report(args, findings, result, fixed, rules, out, fix_errors=()) -> None:
+def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=None) -> None:
     from . import report
 
     fmt = args.output_format or os.environ.get("PP_ATTR_LINT_OUTPUT_FORMAT") or "text"
@@ -455,6 +488,9 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=()) -> None:
                 out.write(summary_line(unjudged, shown=args.show_unresolved) + "\n")
     elif fmt == "github":
         out.write(report.to_github(findings))
+        if result.missing_engines:
+            msg = report._gh_escape_data(engine_message(result.missing_engines, python))
+            out.write(f"::error title=pp-attr-lint (engine not found)::{msg}\n")
         if unjudged:
             out.write(f"::notice title=pp-attr-lint::{report._gh_escape_data(summary_line(unjudged))}\n")
     elif fmt == "sarif":

@@ -78,6 +78,9 @@ class CheckResult:
     # path -> the content hash (blake2b, 16 bytes, hex) of the bytes the checked file's findings
     # were computed on, where known (a result memoized by an older version has none)
     digests: dict[str, str] = field(default_factory=dict)
+    # engine package (vllm, sglang) -> the reads not judged because it cannot be found (see
+    # missing_engines); empty when every engine the checked code depends on was found
+    missing_engines: dict[str, int] = field(default_factory=dict)
 
 
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*))?", re.IGNORECASE)
@@ -228,7 +231,39 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         unjudged = [n for n in unjudged if not ignore_for(n.path, n.code)]
     return CheckResult(findings=findings, files_checked=len(paths), sources=sources,
                        not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes,
-                       digests={f.path: digests[f.path] for f in findings if digests.get(f.path)})
+                       digests={f.path: digests[f.path] for f in findings if digests.get(f.path)},
+                       missing_engines=missing_engines(unjudged, src, env_paths))
+
+
+# reasons that say code the read depends on is not in the analysed code
+_ABSENT = frozenset({"module-not-found", "unknown-base", "outside-code"})
+_ENGINE_NAME = re.compile(r"[`(](%s)(?:\.[A-Za-z_]\w*)*[`)]")
+
+
+def missing_engines(records: list[NotJudged], src=(), env_paths=()) -> dict[str, int]:
+    """The engines (:data:`pp_attr_lint.facts.ENGINES`) that reads in ``records`` depend on and
+    that cannot be found, with the number of such reads: a record whose reason says the code is
+    absent (``module-not-found``, ``unknown-base``, ``outside-code``) and whose detail names a
+    module of the engine (```vllm.model_executor.models.qwen3.Qwen3ForCausalLM```), while no
+    folder the run resolves from holds the engine's top-level package: the checked file's package
+    root (checking the engine's own tree never counts), the ``src`` folders and ``env_paths``."""
+    from .. import facts as F
+    from ..workspace.files import package_root
+
+    pattern = re.compile(_ENGINE_NAME.pattern % "|".join(map(re.escape, F.ENGINES)))
+    wanted: dict[str, list[str]] = {}
+    for n in records:
+        if n.reason in _ABSENT:
+            m = pattern.search(n.detail)
+            if m is not None:
+                wanted.setdefault(m.group(1), []).append(n.path)
+    out = {}
+    for engine, paths in wanted.items():
+        roots = {package_root(p)[0] for p in paths} | {os.path.abspath(s) for s in src} | set(env_paths)
+        if not any(os.path.isdir(os.path.join(r, engine)) or os.path.isfile(os.path.join(r, engine + ".py"))
+                   for r in roots):
+            out[engine] = len(paths)
+    return out
 
 
 def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1, prefilter=True):
