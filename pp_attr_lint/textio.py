@@ -102,15 +102,20 @@ def read_regular(path: "str | Path") -> bytes:
     block forever and ``/dev/zero`` never ends.  Raises ``OSError`` as :func:`open` does."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, f"not a regular file: {file_kind(mode)}", str(path))
-        f = open(fd, "rb", closefd=True)
-    except BaseException:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file: {file_kind(st.st_mode)}", str(path))
+        # the size as stated, then until the end (a file that grows meanwhile is read whole)
+        chunks = []
+        want = st.st_size + 1
+        while True:
+            got = os.read(fd, want)
+            if not got:
+                return b"".join(chunks)
+            chunks.append(got)
+            want = 1 << 16
+    finally:
         os.close(fd)
-        raise
-    with f:
-        return f.read()
 
 
 def read_source(path: "str | Path") -> SourceFile:

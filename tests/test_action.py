@@ -343,3 +343,23 @@ def test_docs_say_no_release_is_published():
     assert "**No release of pp-attr-lint is published on PyPI yet.**" in doc
     assert "`version: latest` and `version: 0.1.0` work only once releases are published" in doc
     assert "**2** error" in doc and "pp-attr-lint could not be installed or started" in doc
+
+
+def test_run_step_on_a_plugin_without_its_engine_fails(tmp_path):
+    """A plugin that imports vLLM, checked where vLLM cannot be found: the step exits 3 (not 0 with
+    a notice), with an error annotation that says how to give it the engine; the SARIF report is
+    written all the same."""
+    if subprocess.run([sys.executable, "-c", "import vllm"], capture_output=True).returncode == 0:
+        pytest.skip("vLLM is installed in the test's environment")
+    from test_faults import _plugin
+
+    ws = tmp_path / "plugin-repo"
+    _plugin(ws)
+    sarif = tmp_path / "r.sarif"
+    rc, out, err, outputs = execute(ws, tmp_path, {"version": "installed", "paths": "myplugin",
+                                                   "sarif-file": str(sarif)}, path_first=VENV_BIN)
+    assert rc == 3, out + err
+    assert outputs == {"exit-code": "3", "sarif-file": str(sarif)}
+    assert "::error title=pp-attr-lint (engine not found)::the checked code imports `vllm`, which cannot be " \
+           "found" in out, out
+    assert "writing the SARIF report failed" not in out and json.loads(sarif.read_text())["runs"]
