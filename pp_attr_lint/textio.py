@@ -99,10 +99,13 @@ def read_regular(path: "str | Path") -> bytes:
     """The bytes of the regular file ``path``.  A named pipe, a device or a socket (or a link to
     one) is never read: opening does not wait for a writer (``O_NONBLOCK``), and ``OSError``
     (``EINVAL``, "not a regular file: a named pipe") is raised before any read, as a pipe can
-    block forever and ``/dev/zero`` never ends.  Raises ``OSError`` as :func:`open` does."""
+    block forever and ``/dev/zero`` never ends.  Raises ``OSError`` as :func:`open` does (a
+    folder: ``IsADirectoryError``)."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     try:
         st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # as open() says it
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, f"not a regular file: {file_kind(st.st_mode)}", str(path))
         # the size as stated, then until the end (a file that grows meanwhile is read whole)
