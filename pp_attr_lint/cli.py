@@ -2,9 +2,13 @@
 
 Exit codes (as ruff): 0 no finding remains (or ``--exit-zero``); 1 findings remain, or ``--diff``
 found something to change, or ``--fix`` left a file that changed during the run (even with
-``--exit-zero``); 2 bad usage, a bad configuration or rule file, a path that does not
-exist, ``--baseline-commit`` outside a git repository or with a revision that names no commit,
-or an internal error.  ``--baseline-commit`` and ``--add-noqa``: see docs/adoption.md.
+``--exit-zero``), or a file or folder cannot be read (``io-error``); 2 bad usage, a bad
+configuration or rule file, a path that does not exist or is not a regular file or folder,
+``--fix`` could not write a file (a full disk), ``--baseline-commit`` outside a git repository
+or with a revision that names no commit, or an internal error; 3 the checked code imports
+an engine (vLLM, SGLang) that cannot be found, so what depends on it is not judged (even with
+``--exit-zero``; give it with ``--src`` or ``--python``).  ``validate`` has codes of its own.
+``--baseline-commit`` and ``--add-noqa``: see docs/adoption.md.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from .report import FORMATS
 from .textio import display_path
 
 SUBCOMMANDS = ("check", "rule", "rules", "audit", "validate")
-EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR, EXIT_NO_ENGINE = 0, 1, 2, 3
 
 
 class _Parser(argparse.ArgumentParser):
@@ -217,8 +221,12 @@ def _load_config(args):
             raise ConfigError(f"{args.config}: configuration file not found")
         return load_config(args.config, explicit=True)
     paths = getattr(args, "paths", None) or [Path(".")]
-    first = paths[0] if paths[0].exists() else Path(".")
-    return load_config(find_config(first if first.is_dir() else first.parent))
+    try:
+        first = paths[0] if paths[0].exists() else Path(".")
+        is_dir = first.is_dir()
+    except OSError:  # cannot be reached (a folder above it is not searchable): reported by discover
+        first, is_dir = Path("."), True
+    return load_config(find_config(first if is_dir else first.parent))
 
 
 def run_rules(args) -> int:
@@ -286,7 +294,7 @@ def run_check(args) -> int:
     from .engine.check import cache_salt, check
     from .engine.parallel import jobs_for
     from .model import Finding
-    from .workspace.cache import Cache, default_cache_dir
+    from .workspace.cache import Cache, default_cache_dir, size_limit
     from .workspace.environment import environment_paths
     from .workspace.files import discover
 
@@ -303,16 +311,34 @@ def run_check(args) -> int:
         known = _known_codes(cfg, None if args.no_cache else cache_dir)
     except ConfigError as e:
         return _fail(str(e))
+    try:
+        if not args.no_cache:
+            size_limit()  # a bad $PP_ATTR_LINT_CACHE_MAX_MB is an error before the run, not ignored
+    except ValueError as e:
+        return _fail(str(e))
     if args.exclude is not None:
         cfg.exclude = list(args.exclude)
     if args.extend_exclude:
         cfg.exclude += args.extend_exclude
     paths = args.paths or [Path(".")]
-    files, errors = discover(paths, cfg.exclude)
+    problems = []
+    files, errors = discover(paths, cfg.exclude, problems=problems)
     if errors:
         for e in errors:
             print(f"pp-attr-lint: error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    from .textio import display_path
+
+    for pr in problems:
+        if pr.kind == "not-regular":
+            print(f"pp-attr-lint: warning: {display_path(pr.path)}: not a regular file ({pr.message}); skipped, never opened",
+                  file=sys.stderr)
+        elif pr.kind == "removed":
+            print(f"pp-attr-lint: removed {display_path(pr.path)}: {pr.message}", file=sys.stderr)
+    # a folder that cannot be listed: its files are not checked, and that is reported (exit 1)
+    unlisted = [Finding(code=None, name="io-error", message=pr.message, path=pr.path, row=1, column=1, end_row=1,
+                        end_column=1, help="Make the folder readable (its files are not checked)")
+                for pr in problems if pr.kind == "unreadable"]
     if args.as_module and len(files) != 1:
         return _fail("--as-module needs exactly one file")
     if args.as_module and not all(p.isidentifier() for p in args.as_module.split(".")):
@@ -329,7 +355,11 @@ def run_check(args) -> int:
                if hidden else "")
         print(f"pp-attr-lint: warning: no Python files found under the given paths{why}", file=sys.stderr)
     for p in paths:
-        if p.is_file() and not _looks_like_python(p):
+        try:
+            plain_file = p.is_file()
+        except OSError:
+            plain_file = False
+        if plain_file and not _looks_like_python(p):
             print(f"pp-attr-lint: warning: {p}: not a Python file (no `.py` suffix); checked as Python source",
                   file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
@@ -356,6 +386,8 @@ def run_check(args) -> int:
                         + (f"; may help: {helps(n.reason)}" if helps(n.reason) else ""))
                 for n in result.not_judged], key=Finding.sort_key)
             result.not_judged = []
+        if unlisted:
+            result.findings = sorted(result.findings + unlisted, key=Finding.sort_key)
         return result
 
     result = checked()
@@ -402,13 +434,16 @@ def run_check(args) -> int:
             if n:
                 print(f"Would fix {n} error{'s' if n != 1 else ''}.", file=sys.stderr)
             code = EXIT_FINDINGS if diff_text or changed else EXIT_CLEAN
-            return EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
-        _report(args, findings, result, fixed, rules, out, fingerprints)
+            code = EXIT_CLEAN if args.exit_zero else (EXIT_ERROR if fix_errors and not diff_text else code)
+            return _engine_exit(result, python, code)
+        _report(args, findings, result, fixed, rules, out, fix_errors, python, fingerprints)
     finally:
         if out is not sys.stdout:
             out.close()
     if fix_errors:
         return EXIT_ERROR
+    if result.missing_engines:
+        return _engine_exit(result, python, EXIT_CLEAN)
     if changed:
         return EXIT_FINDINGS  # a file's edit during the run was kept and its fixes left: run again
     if findings and not args.exit_zero:
@@ -488,6 +523,33 @@ def _add_noqa(result, quiet: bool) -> int:
     return EXIT_FINDINGS if outcome.left or outcome.changed else EXIT_CLEAN
 
 
+def engine_message(missing: dict[str, int], python: str | None) -> str:
+    """The error said when the checked code imports an engine that cannot be found (``missing``:
+    engine -> reads not judged because of it, see
+    :func:`pp_attr_lint.engine.check.missing_engines`): which, why, and every way to give it."""
+    names = ", ".join(f"`{e}`" for e in sorted(missing))
+    n = sum(missing.values())
+    env = ("no environment (`--python none`)" if python == "none" else
+           f"the environment of {python}" if python else f"the environment of {sys.executable}")
+    first = sorted(missing)[0]
+    return (f"the checked code imports {names}, which cannot be found: it is not in the checked folders, no `--src` "
+            f"folder holds it, and {env} does not have it installed; {n} read{'s' if n != 1 else ''} that depend on "
+            f"it {'are' if n != 1 else 'is'} not judged. Give the engine to pp-attr-lint: "
+            f"`--src PATH_TO_ENGINE_SOURCE` (a checkout that holds `{first}/`), or "
+            f"`--python /path/to/venv/bin/python` (an environment with it installed); in pre-commit, "
+            f"`additional_dependencies: [{first}==X.Y.Z]` on the hook, or `language: system` with "
+            f"`args: [--python, /path/to/venv/bin/python]` (docs/plugins.md)")
+
+
+def _engine_exit(result, python: str | None, code: int) -> int:
+    """``code``, or :data:`EXIT_NO_ENGINE` with :func:`engine_message` on stderr when ``result``
+    misses an engine (an error exit, 2, stays)."""
+    if not result.missing_engines or code == EXIT_ERROR:
+        return code
+    print(f"pp-attr-lint: error: {engine_message(result.missing_engines, python)}", file=sys.stderr)
+    return EXIT_NO_ENGINE
+
+
 def _looks_like_python(p: Path) -> bool:
     """``.py`` / ``.pyi`` / ``.pyw``, or a script whose first line is a ``python`` shebang."""
     if p.suffix in (".py", ".pyi", ".pyw"):
@@ -500,7 +562,7 @@ def _looks_like_python(p: Path) -> bool:
     return first.startswith(b"#!") and b"python" in first
 
 
-def _report(args, findings, result, fixed, rules, out, fingerprints=None) -> None:
+def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=None, fingerprints=None) -> None:
     from . import report
 
     fmt = args.output_format or os.environ.get("PP_ATTR_LINT_OUTPUT_FORMAT") or "text"
@@ -526,6 +588,9 @@ def _report(args, findings, result, fixed, rules, out, fingerprints=None) -> Non
                 out.write(summary_line(unjudged, shown=args.show_unresolved) + "\n")
     elif fmt == "github":
         out.write(report.to_github(findings))
+        if result.missing_engines:
+            msg = report.gh_escape_data(engine_message(result.missing_engines, python))
+            out.write(f"::error title=pp-attr-lint (engine not found)::{msg}\n")
         if unjudged:
             out.write(f"::notice title=pp-attr-lint::{report.gh_escape_data(summary_line(unjudged))}\n")
     elif fmt == "sarif":
@@ -534,7 +599,8 @@ def _report(args, findings, result, fixed, rules, out, fingerprints=None) -> Non
     else:
         color = None if out is sys.stdout else False
         report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,
-                          not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet)
+                          not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet,
+                          fix_errors=fix_errors)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -63,26 +63,30 @@ class Config:
 def find_config(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.pp-attr-lint]`` table, from ``start`` up."""
     d = start.resolve()
-    if d.is_file():
+    try:
+        if d.is_file():
+            d = d.parent
+    except OSError:
         d = d.parent
     for cand in [d, *d.parents]:
         p = cand / "pyproject.toml"
-        if p.is_file():
-            try:
-                raw_bytes = p.read_bytes()
-            except OSError:
+        try:
+            if not p.is_file():
                 continue
-            try:
-                data = tomllib.loads(raw_bytes.decode("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-                if b"pp-attr-lint" in raw_bytes:
-                    return p  # our table is there but broken: load_config reports it (exit 2)
-                continue
-            tool = data.get("tool", {})
-            if isinstance(tool, dict) and "pp-attr-lint" in tool:
-                return p
-            if not isinstance(tool, dict) and b"pp-attr-lint" in raw_bytes:
-                return p
+            raw_bytes = p.read_bytes()
+        except OSError:  # a folder that cannot be searched or a file that cannot be read
+            continue
+        try:
+            data = tomllib.loads(raw_bytes.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            if b"pp-attr-lint" in raw_bytes:
+                return p  # our table is there but broken: load_config reports it (exit 2)
+            continue
+        tool = data.get("tool", {})
+        if isinstance(tool, dict) and "pp-attr-lint" in tool:
+            return p
+        if not isinstance(tool, dict) and b"pp-attr-lint" in raw_bytes:
+            return p
     return None
 
 

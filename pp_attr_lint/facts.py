@@ -154,3 +154,11 @@ def merged_settings(extra: list[Settings]) -> Settings:
             d for s in extra for d in s.transparent_decorators))),
         factories=tuple(dict.fromkeys(base.factories + tuple(f for s in extra for f in s.factories))),
     )
+
+
+# The engines whose model code the rules judge, by top-level package.  Checked code that imports
+# one (a plugin) is judged against the engine's own classes, so a run that cannot find the engine
+# (not checked, no --src folder, not in the --python environment) judges none of what depends on
+# it: that is an error of its own (see pp_attr_lint.engine.check.missing_engines), not a pass.
+ENGINES = ("vllm", "sglang")
+

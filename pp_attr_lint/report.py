@@ -286,12 +286,14 @@ def statistics(findings: list[Finding]) -> str:
 
 def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *, show_fixes: bool = False,
                fixed: list[Finding] = (), color: bool | None = None, not_judged: list[NotJudged] = (),
-               show_unresolved: bool = False, quiet: bool = False) -> None:
+               show_unresolved: bool = False, quiet: bool = False, fix_errors: list[str] = ()) -> None:
     """Ruff-style text: a header line per finding, the source line with the read underlined, the
     resolution chain (``= why:``) and the fix (``= help:``), then a summary line; with
     ``show_unresolved`` the reads not judged, one per line; when any read was not judged, one
     last line that counts them by reason (:func:`pp_attr_lint.unjudged.summary_line`).  ``quiet``
-    (``-q``) leaves out the summary lines (found, fixable, not judged).
+    (``-q``) leaves out the summary lines (found, fixable, not judged).  ``fix_errors``: why
+    ``--fix`` could not fix some files (``path: cannot write the fix: ...``); the fixable line then
+    says that the fix failed and why, instead of suggesting ``--fix``.
 
     ``color``: ``True``/``False`` forces styles on or off; ``None`` leaves it to rich (a terminal
     gets them).  Styled output is written by rich; output that rich would not style (a pipe, a
@@ -325,7 +327,10 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
     if not quiet:
         lines.append([(None, found_line(len(findings), len(fixed)))])
     fixable = sum(1 for f in findings if f.fix is not None)
-    if fixable and not quiet:
+    if fixable and not quiet and fix_errors:
+        more = f" (and {len(fix_errors) - 1} more file{'s' if len(fix_errors) > 2 else ''})" if len(fix_errors) > 1 else ""
+        lines.append([("cyan", "[*]"), (None, f" {fixable} fixable, but the fix failed: {fix_errors[0]}{more}.")])
+    elif fixable and not quiet:
         lines.append([("cyan", "[*]"), (None, f" {fixable} fixable with the `--fix` option.")])
     if show_fixes and fixed:
         lines += [[], [(None, "Fixed:")]]

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from .index.registry import registry_entries
 from .settings import Factory, Settings
+from .unjudged import BROKEN_FILE
 
 ClassKey = tuple[str, str]  # (module, class name)
 
@@ -190,7 +191,7 @@ class Resolver:
                 self.why = why
                 return None
             why = self.src.failure(absm) if hasattr(self.src, "failure") else None
-            if why is not None and why[0] == "syntax-error":
+            if why is not None and why[0] in BROKEN_FILE:
                 self.why = why
                 return None
             if level > 0 or self._in_project_namespace(absm):

@@ -86,11 +86,45 @@ def detect_encoding(data: bytes) -> str:
     return encoding
 
 
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` that is not a regular file is, in words (``"a named pipe"``)."""
+    for test, what in ((stat.S_ISFIFO, "a named pipe"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISDIR, "a folder")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def read_regular(path: "str | Path") -> bytes:
+    """The bytes of the regular file ``path``.  A named pipe, a device or a socket (or a link to
+    one) is never read: opening does not wait for a writer (``O_NONBLOCK``), and ``OSError``
+    (``EINVAL``, "not a regular file: a named pipe") is raised before any read, as a pipe can
+    block forever and ``/dev/zero`` never ends.  Raises ``OSError`` as :func:`open` does (a
+    folder: ``IsADirectoryError``)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):  # as open() says it
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, f"not a regular file: {file_kind(st.st_mode)}", str(path))
+        # the size as stated, then until the end (a file that grows meanwhile is read whole)
+        chunks = []
+        want = st.st_size + 1
+        while True:
+            got = os.read(fd, want)
+            if not got:
+                return b"".join(chunks)
+            chunks.append(got)
+            want = 1 << 16
+    finally:
+        os.close(fd)
+
+
 def read_source(path: "str | Path") -> SourceFile:
-    """Read and decode ``path``.  Raises ``OSError``, ``UnicodeDecodeError`` or ``SyntaxError``."""
-    with open(path, "rb") as f:
-        data = f.read()
-    return source_from_bytes(data)
+    """Read and decode ``path`` (a regular file: see :func:`read_regular`).  Raises ``OSError``,
+    ``UnicodeDecodeError`` or ``SyntaxError``."""
+    return source_from_bytes(read_regular(path))
 
 
 def source_from_bytes(data: bytes) -> SourceFile:
@@ -134,7 +168,8 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
     ``path`` is read again immediately before the rename and replaced only if it still holds
     exactly those bytes (else :class:`ChangedOnDisk`).  Raises ``OSError`` (the temporary file is
     removed then)."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=temporary_prefix(os.path.basename(path)),
+                               suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -154,6 +189,55 @@ def atomic_write_bytes(path: Path, data: bytes, mode: int | None = None, durable
         except OSError:
             pass
         raise
+
+
+# a temporary file of atomic_write_bytes: `.<name>.pp-attr-lint-<pid>-<random>.tmp`, so that a
+# later run can tell one left by a killed process (its pid no longer runs) and remove it
+_TEMPORARY = re.compile(r"\.(?P<name>.+)\.pp-attr-lint-(?P<pid>[0-9]+)-[A-Za-z0-9_]+\.tmp")
+
+
+def temporary_prefix(name: str) -> str:
+    """The start of the name of a temporary file that replaces ``name`` (see :data:`_TEMPORARY`)."""
+    return f".{name}.pp-attr-lint-{os.getpid()}-"
+
+
+def stale_temporary(name: str) -> bool:
+    """Whether the file name ``name`` is a temporary file of :func:`atomic_write_bytes` whose
+    process no longer runs (on this machine): left by a killed run."""
+    m = _TEMPORARY.fullmatch(name)
+    if m is None:
+        return False
+    pid = int(m.group("pid"))
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, OSError):
+        return False  # another user's process runs under that pid (or it cannot be told)
+    return False
+
+
+def remove_stale_temporaries(paths: "list[str]", folders: "set[str] | tuple" = ()) -> list[str]:
+    """Remove the temporary files among ``paths`` and in ``folders`` that killed runs left (see
+    :func:`stale_temporary`; ``paths`` are taken as stale already); the removed paths.  A file
+    that cannot be removed is left."""
+    found = list(paths)
+    for d in folders:
+        try:
+            with os.scandir(d) as it:
+                found += [e.path for e in it if e.name[:1] == "." and stale_temporary(e.name)]
+        except OSError:
+            continue
+    removed = []
+    for p in dict.fromkeys(found):
+        try:
+            os.unlink(p)
+        except OSError:
+            continue
+        removed.append(p)
+    return removed
 
 
 _PEP695 = (

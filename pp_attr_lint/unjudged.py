@@ -14,6 +14,10 @@ from collections import Counter
 # reason code -> (what it means, what would help)
 REASONS: dict[str, tuple[str, str]] = {
     "syntax-error": ("a file it depends on has a syntax error", "fix the syntax error (reported as invalid-syntax)"),
+    "io-error": ("a file it depends on cannot be read or decoded (no permission, not a regular file, an encoding "
+                 "error)", "make the file readable (reported as io-error)"),
+    "file-vanished": ("a file it depends on was deleted (or moved) while the run read the tree",
+                      "run again once the tree stands still"),
     "module-not-found": ("an imported module is in neither the checked tree nor the environment",
                          "`--src DIR`, installing the package, or `--python PATH`"),
     "relative-import": ("a relative import leaves the checked tree (a lone file outside its package)",
@@ -41,6 +45,18 @@ REASONS: dict[str, tuple[str, str]] = {
 # the order used when two reasons are equally common, and the fallback reason
 ORDER = tuple(REASONS)
 DEFAULT = "receiver-unresolved"
+# a file the read depends on is there but cannot be used: it does not parse, cannot be read, or vanished
+BROKEN_FILE = frozenset({"syntax-error", "io-error", "file-vanished"})
+
+
+def file_reason(message: str) -> str:
+    """The reason code for a file whose read or decoding failed with ``message`` (the text of an
+    ``io-error`` finding, ``cannot read file: No such file or directory``): ``file-vanished``
+    when it no longer exists, else ``io-error``."""
+    import errno
+    import os
+
+    return "file-vanished" if message == f"cannot read file: {os.strerror(errno.ENOENT)}" else "io-error"
 
 
 def describe(reason: str) -> str:

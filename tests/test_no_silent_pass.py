@@ -434,8 +434,9 @@ def test_a_rule_check_that_cannot_establish_a_fact_is_listed_not_dropped(tmp_pat
 
 def test_plugin_without_vllm_is_not_judged_not_passed(tmp_path):
     """A plugin's tied head on a first-rank-only embedding, checked with no vLLM importable: the
-    wrapper's SupportsPP base cannot be read, so the read is listed as not judged (and --strict
-    fails) instead of "All checks passed!"; with the stub vLLM as --src it is reported."""
+    wrapper's SupportsPP base cannot be read, so the read is listed as not judged (--strict makes
+    it a finding, and the missing engine is an error, exit 3) instead of "All checks passed!"; with
+    the stub vLLM as --src it is reported."""
     from helpers import REPO
 
     pkg = write(tmp_path, {"foo/__init__.py": "", "foo/model.py": """\
@@ -464,7 +465,9 @@ def test_plugin_without_vllm_is_not_judged_not_passed(tmp_path):
                     self.lm_head.weight = self.model.embed_tokens.weight
         """})
     alone = run_cli("check", "foo", "--no-cache", "--python", "none", "--strict", cwd=pkg)
-    assert alone.rc == 1 and "PPA101 could not judge this read (module-not-found)" in alone.stdout, alone.stdout
+    # the engine the plugin imports cannot be found: exit 3 and an error, beyond --strict's findings
+    assert alone.rc == 3 and "PPA101 could not judge this read (module-not-found)" in alone.stdout, alone.stdout
+    assert "the checked code imports `vllm`, which cannot be found" in alone.stderr
     stub = run_cli("check", "foo", "--no-cache", "--python", "none", "--src", REPO / "fixtures" / "ppstub",
                    "--output-format", "json", cwd=pkg)
     assert [(f["code"], f["location"]["row"]) for f in stub.json()] == [("PPA101", 23)]

@@ -125,6 +125,20 @@ def test_pre_commit_try_repo_end_to_end(tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert "Passed" in r.stdout
 
+    # a plugin that imports vLLM, committed where the hook's environment has no vLLM: the hook
+    # fails (pp-attr-lint's exit 3) with the message that says how to give it the engine
+    if subprocess.run([sys.executable, "-c", "import vllm"], capture_output=True).returncode == 0:
+        return  # only where vLLM is not installed here either (the hook's environment is a fresh one)
+    from test_faults import _plugin
+
+    _plugin(ws)
+    _git(ws, "add", "myplugin")
+    r = try_repo("pp-attr-lint", "--files", "myplugin/model.py")
+    out = r.stdout + r.stderr
+    assert r.returncode == 1, out
+    assert "- hook id: pp-attr-lint\n- exit code: 3" in out, out
+    assert "the checked code imports `vllm`, which cannot be found" in out
+    assert "additional_dependencies: [vllm==X.Y.Z]" in out
 
 def test_pre_commit_with_baseline_commit_head(tmp_path):
     """The hook with ``args: [--baseline-commit, HEAD]`` (docs/adoption.md): a commit that only

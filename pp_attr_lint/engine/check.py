@@ -13,12 +13,14 @@ unchanged, without importing any analysis code.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..model import Finding, NotJudged
 from ..rule_api import Rule
 from ..textio import display_path
+from ..unjudged import BROKEN_FILE
 from ..workspace.cache import Cache
 from ..workspace.project import Project
 
@@ -77,6 +79,9 @@ class CheckResult:
     digests: dict[str, str] = field(default_factory=dict)
     # (path, line, code) of each code of a `# noqa` that looks like a rule code but selects no rule
     noqa_warnings: list[tuple[str, int, str]] = field(default_factory=list)
+    # engine package (vllm, sglang) -> the reads not judged because it cannot be found (see
+    # missing_engines); empty when every engine the checked code depends on was found
+    missing_engines: dict[str, int] = field(default_factory=dict)
 
 
 def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path] = (),
@@ -131,7 +136,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     replayed = None
     if memo is not None:
         try:
-            if unchanged(memo["touched"]):
+            if unchanged(memo["touched"], skip=cache.owns):
                 replayed = ([finding_from_dict(d) for d in memo["findings"]],
                             [not_judged_from_dict(d) for d in memo.get("not_judged", ())],
                             [str(n) for n in memo.get("notes", ())],
@@ -145,10 +150,14 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         touched, raw, unjudged, notes, digests = _analyze(paths, rules, cache, src, as_module, explicit, env_paths,
                                                           jobs, prefilter)
         warnings = _noqa_warnings(paths, known_codes) if known_codes else []
+        # the cache's own folder, when it is inside the checked tree, is not what the result depends
+        # on: its files change with every run that writes it
+        touched = {p: k for p, k in touched.items() if not cache.owns(p)}
         cache.put_memo(memo_key, {"touched": touched, "findings": [finding_to_dict(f) for f in raw],
                                   "not_judged": [not_judged_to_dict(n) for n in unjudged], "notes": notes,
                                   "digests": digests, "noqa_warnings": warnings})
         cache.flush()
+        cache.evict()
     findings: list[Finding] = []
     sources: dict[str, str] = {}
     noqa: dict[str, list] = {}  # path -> its noqa directives and comment placement, made once
@@ -187,7 +196,39 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     return CheckResult(findings=findings, files_checked=len(paths), sources=sources,
                        not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes,
                        digests={f.path: digests[f.path] for f in findings if digests.get(f.path)},
-                       noqa_warnings=warnings)
+                       noqa_warnings=warnings,
+                       missing_engines=missing_engines(unjudged, src, env_paths))
+
+
+# reasons that say code the read depends on is not in the analysed code
+_ABSENT = frozenset({"module-not-found", "unknown-base", "outside-code"})
+_ENGINE_NAME = re.compile(r"[`(](%s)(?:\.[A-Za-z_]\w*)*[`)]")
+
+
+def missing_engines(records: list[NotJudged], src=(), env_paths=()) -> dict[str, int]:
+    """The engines (:data:`pp_attr_lint.facts.ENGINES`) that reads in ``records`` depend on and
+    that cannot be found, with the number of such reads: a record whose reason says the code is
+    absent (``module-not-found``, ``unknown-base``, ``outside-code``) and whose detail names a
+    module of the engine (```vllm.model_executor.models.qwen3.Qwen3ForCausalLM```), while no
+    folder the run resolves from holds the engine's top-level package: the checked file's package
+    root (checking the engine's own tree never counts), the ``src`` folders and ``env_paths``."""
+    from .. import facts as F
+    from ..workspace.files import package_root
+
+    pattern = re.compile(_ENGINE_NAME.pattern % "|".join(map(re.escape, F.ENGINES)))
+    wanted: dict[str, list[str]] = {}
+    for n in records:
+        if n.reason in _ABSENT:
+            m = pattern.search(n.detail)
+            if m is not None:
+                wanted.setdefault(m.group(1), []).append(n.path)
+    out = {}
+    for engine, paths in wanted.items():
+        roots = {package_root(p)[0] for p in paths} | {os.path.abspath(s) for s in src} | set(env_paths)
+        if not any(os.path.isdir(os.path.join(r, engine)) or os.path.isfile(os.path.join(r, engine + ".py"))
+                   for r in roots):
+            out[engine] = len(paths)
+    return out
 
 
 def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1, prefilter=True):
@@ -315,7 +356,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
             file_unjudged = _drop_noqa(st.path, file_unjudged)
         broken = []
         for n in file_unjudged:
-            if n.reason == "syntax-error" and n.dep_path:
+            if n.reason in BROKEN_FILE and n.dep_path:
                 dep = project.state_of(n.dep_path)
                 if dep is not None and (dep.syntax_error or dep.error):
                     broken.append(_broken_file(dep))

@@ -13,6 +13,7 @@ import ast
 
 from .. import facts as F
 from ..resolve import Unresolved
+from ..textio import read_regular
 from ..semantic.flow import raise_guards
 from ..semantic.guards import atoms, f_and, f_not, f_or, satisfying
 
@@ -203,9 +204,8 @@ class VllmEngine:
                     try:
                         st = os.stat(path)
                         self.ctx.project.touched.setdefault(path, (st.st_mtime_ns, st.st_size))
-                        with open(path, "rb") as fh:
-                            if b".register_model(" not in fh.read():
-                                continue
+                        if b".register_model(" not in read_regular(path):
+                            continue
                     except OSError:
                         continue
                     rel = os.path.relpath(path, self.ctx.file.root)[:-3].split(os.sep)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from ..index.astutil import walk as fast_walk
+from ..textio import read_regular
 
 # a store the question of TreeReader.attribute_stores cannot use: the judge's answer that stops it
 NOT_ACCEPTED = object()
@@ -103,7 +104,9 @@ class TreeReader:
                         touched.setdefault(d, (st.st_mtime_ns, st.st_size))
                     except OSError:
                         touched.setdefault(d, None)
-                    subdirs[:] = sorted(x for x in subdirs if not x.startswith(".") and x != "__pycache__")
+                    # the cache's own folder (when it is under the checked tree) is not the tree's code
+                    subdirs[:] = sorted(x for x in subdirs if not x.startswith(".") and x != "__pycache__"
+                                        and not self.ctx.project.cache.owns(os.path.join(d, x)))
                     for n in sorted(files):
                         if n.endswith(".py"):
                             path = os.path.join(d, n)
@@ -216,8 +219,7 @@ class TreeReader:
             try:
                 stat = os.stat(path)
                 self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))
-                with open(path, "rb") as fh:
-                    contents[path] = fh.read()
+                contents[path] = read_regular(path)  # never a pipe or a device
             except OSError:
                 contents[path] = None
         return contents[path]

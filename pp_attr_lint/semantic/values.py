@@ -25,6 +25,8 @@ from .. import facts as F
 from ..index.astutil import dotted_name, ref_chain
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY
 from ..resolve import adds_no_attribute
+from ..textio import read_regular
+from ..unjudged import BROKEN_FILE
 from .flow import FlowWalker, bound_in, branches, call_constants, is_guarded, only_called, truthy_only_when
 from .guards import FIRST, LAST, LAYER_COUNT_NAMES, TRUE, atoms, evaluate, f_and, f_not, f_or, rank_atoms, when
 
@@ -40,7 +42,7 @@ LAST_RANK_ATTRS = frozenset({"lm_head"})
 ARG_READERS = {"tie_weights": "weight"}
 # the reasons a receiver's class was not found that say the run lacks code, not that the code
 # cannot be told (a plugin checked without vLLM installed): a read then is listed as not judged
-MISSING_CODE = frozenset({"module-not-found", "unknown-base", "syntax-error"})
+MISSING_CODE = frozenset({"module-not-found", "unknown-base"}) | BROKEN_FILE
 
 
 def index_kind(node: ast.AST, consts: dict | None = None) -> str | None:
@@ -537,9 +539,8 @@ class Values:
             try:
                 stat = os.stat(path)
                 self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))  # the result depends on it
-                with open(path, "rb") as f:
-                    if F.MAKE_LAYERS.encode() not in f.read():
-                        continue
+                if F.MAKE_LAYERS.encode() not in read_regular(path):
+                    continue
             except OSError:
                 continue
             out.append(f"{package}.{name[:-3]}")

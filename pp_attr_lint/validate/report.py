@@ -259,7 +259,12 @@ def format_text(rep: dict) -> str:
     if rep.get("outcome") == "UNSUPPORTED":
         return (f"== {rep['arch']}  pp={rep['pp']}  UNSUPPORTED  ({rep.get('wall_seconds', 0):.1f} s wall)\n"
                 f"   reason: {rep.get('reason')}")
-    lines.append(f"== {rep['arch']}  pp={rep['pp']}  device={rep.get('device')}  compile={rep.get('compile')}  ranks started by {rep.get('worker_start')}"
+    # what the driver reported of its set-up; a driver that stopped before it (no engine, a
+    # timeout before the result) reported none, and nothing is said of it then
+    setup = "".join(f"  {label}{rep[key]}" for key, label in (("device", "device="), ("compile", "compile="),
+                                                               ("worker_start", "ranks started by "))
+                    if rep.get(key) is not None)
+    lines.append(f"== {rep['arch']}  pp={rep['pp']}{setup}"
                  f"{'  weights=toy' if rep.get('weights') == 'toy' else ''}"
                  f"{'  layers split ' + rep['layer_partition'] if rep.get('layer_partition') else ''}  {verdict}  "
                  f"({rep['wall_seconds']:.1f} s wall)")

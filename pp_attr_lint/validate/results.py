@@ -129,8 +129,18 @@ def print_table(reports: list[dict], title: str = "", console=None) -> None:
         table.add_row(row[0], f"[{style.get(row[1], 'magenta')}]{row[1]}[/]", *row[2:])
     console.print(table)
     s = summary(reports)
-    console.print(" ".join(f"{k} {v}" for k, v in sorted(s["counts"].items())) +
-                  f"; median init+request of PASS runs {s['pass_init_plus_request_median_s']} s", highlight=False)
+    console.print(" ".join(f"{k} {v}" for k, v in sorted(s["counts"].items())) + "; " + _timing_text(s, False),
+                  highlight=False)
+
+
+def _timing_text(s: dict, with_max: bool = True) -> str:
+    """The summary's timing of PASS runs in words (``median init+request of PASS runs 41.2 s (max
+    60.3 s)``), or that no run passed to be timed."""
+    median = s.get("pass_init_plus_request_median_s")
+    if median is None:
+        return "no PASS run to time init+request"
+    top = s.get("pass_init_plus_request_max_s")
+    return f"median init+request of PASS runs {median} s" + (f" (max {top} s)" if with_max and top is not None else "")
 
 
 def write_report(path: str, reports: list[dict], version: str, pp: int, jobs: int) -> None:
@@ -153,9 +163,7 @@ def markdown(reports: list[dict], meta: dict) -> str:
     """The reports as a Markdown table (one row per arch) under a summary line."""
     s = meta["summary"]
     lines = [f"{meta['vllm']}, pp={meta['pp']}, jobs={meta['jobs']}, written {meta['written_at']}: " +
-             ", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items())) +
-             f"; median init+request of PASS runs {s['pass_init_plus_request_median_s']} s "
-             f"(max {s['pass_init_plus_request_max_s']} s)", "",
+             ", ".join(f"{k} {v}" for k, v in sorted(s["counts"].items())) + "; " + _timing_text(s), "",
              "| architecture | outcome | init+request s | wall s | detail |", "|---|---|---|---|---|"]
     for rep in reports:
         cells = [c.replace("|", "\\|").replace("\n", " ") for c in _row(rep)]

@@ -15,6 +15,13 @@ run: a cold run of vLLM 0.21.0 makes about 120 of them, and one file each (in ``
 folders) cost 0.1-0.2 s of a 1.3 s run in file and folder creation on ext4.  The file keeps the
 summaries of the contents the stat index names, so edits do not make it grow.
 
+The cache is bounded: after a run that wrote to it, the files of the ``<salt>`` folders (of this
+salt and of any other, such as an older pp-attr-lint's) are removed least recently used first
+(their modification time, which a read of a memo, stat index or pack renews) until they hold at
+most :func:`size_limit` bytes (``$PP_ATTR_LINT_CACHE_MAX_MB``, default 256 MB); other files below
+the folder (``audit``'s wheels, ``validate``'s files) are not counted and never removed.  A
+temporary file that a killed run left there is removed too.
+
 Every file carries a checksum (CRC-32 of the memo and the stat index as a whole, of the pack's index
 and of each summary in it), and what a file holds is checked to have the shape this module writes:
 a damaged file or entry (cut short, flipped bytes, garbage written over it) is ignored, as if it
@@ -26,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import marshal
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -38,6 +46,90 @@ def default_cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pp-attr-lint"
+
+
+DEFAULT_MAX_MB = 256
+
+
+def size_limit() -> int:
+    """The cache's bound in bytes: ``$PP_ATTR_LINT_CACHE_MAX_MB`` megabytes (10**6 bytes; ``0``
+    keeps only what the latest run wrote), else :data:`DEFAULT_MAX_MB`.  Raises ``ValueError``
+    naming the variable when it is not a whole number >= 0."""
+    raw = os.environ.get("PP_ATTR_LINT_CACHE_MAX_MB", "").strip()
+    if not raw:
+        return DEFAULT_MAX_MB * 10**6
+    try:
+        mb = int(raw)
+    except ValueError:
+        mb = -1
+    if mb < 0:
+        raise ValueError(f"$PP_ATTR_LINT_CACHE_MAX_MB: expected a whole number of megabytes >= 0, got {raw!r}")
+    return mb * 10**6
+
+
+_SALT_NAME = re.compile(r"[0-9a-f]{12}")  # the folders Cache makes: blake2b(salt, digest_size=6)
+
+
+def evict(directory: Path, limit: int, keep: frozenset = frozenset()) -> list[str]:
+    """Remove files of the salt folders under ``directory`` (``<dir>/<12 hex digits>/``), least
+    recently modified first, until they hold at most ``limit`` bytes; ``keep`` (paths) are never
+    removed (what this run wrote).  Temporary files of killed runs (see
+    :func:`pp_attr_lint.textio.stale_temporary`) go first, whatever the size; folders left empty
+    are removed.  Returns the removed paths; errors (a file another run removed meanwhile) are
+    skipped."""
+    from ..textio import stale_temporary
+
+    entries = []  # (mtime_ns, size, path)
+    removed = []
+    folders = []
+    try:
+        with os.scandir(directory) as it:
+            folders = [e.path for e in it if _SALT_NAME.fullmatch(e.name) and e.is_dir(follow_symlinks=False)]
+    except OSError:
+        return removed
+    for folder in folders:
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    try:
+                        if not e.is_file(follow_symlinks=False):
+                            continue
+                        if e.name[:1] == "." and stale_temporary(e.name):
+                            os.unlink(e.path)
+                            removed.append(e.path)
+                            continue
+                        s = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    entries.append((s.st_mtime_ns, s.st_size, e.path))
+        except OSError:
+            continue
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= limit:
+            break
+        if path in keep:
+            continue
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        removed.append(path)
+    for folder in folders:
+        try:
+            os.rmdir(folder)  # only when empty
+        except OSError:
+            pass
+    return removed
+
+
+def touch(path) -> None:
+    """Mark a cache file as used now (its modification time: the eviction's order)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
 
 
 _SEAL_MAGIC = b"PPC1"
@@ -81,6 +173,8 @@ class Cache:
         check in the same process (``--fix --no-cache`` checks again after fixing)."""
         salt = hashlib.blake2b(salt_src.encode(), digest_size=6).hexdigest()
         self.enabled = enabled and directory is not None
+        self.root = os.path.abspath(directory) if directory is not None else None  # the --cache-dir
+        self._written: set[str] = set()  # files this run wrote (never evicted by it)
         self._mem: dict[tuple[str, str], bytes] | None = {} if memory and not self.enabled else None
         self.dir = (directory / salt) if directory is not None else None
         self._stat: dict[str, dict] = {}
@@ -137,24 +231,59 @@ class Cache:
         got = self._packs.get(root)
         if got is None:
             got = self._packs[root] = _read_pack(self._sums_path(root))
+            if got[0]:
+                touch(self._sums_path(root))
         return got
 
     def memo(self, key: str):
         """A memoized run result (see :func:`pp_attr_lint.engine.check.check`) or ``None``."""
         if not self.enabled:
             return None
+        path = self.dir / f"memo-{key}"  # type: ignore[operator]
         try:
-            got = read_sealed(self.dir / f"memo-{key}")  # type: ignore[operator]
+            got = read_sealed(path)
         except (OSError, EOFError, ValueError, TypeError):
             return None
-        return got if type(got) is dict else None
+        if type(got) is not dict:
+            return None
+        touch(path)  # recently used: evicted last
+        return got
+
+    def owns(self, path: str) -> bool:
+        """Whether ``path`` (absolute) is the cache's folder or what the cache writes in it (the
+        ``<salt>`` folders, ``rules/``, ``env-*``): a run never depends on those, also when the
+        folder is inside the checked tree.  Other files there (``audit``'s unpacked wheels, which
+        are checked) are not the cache's own."""
+        root = self.root
+        if root is None or not path.startswith(root):
+            return False
+        if path == root:
+            return True
+        rest = path[len(root):]
+        if rest[:1] != os.sep:
+            return False
+        top = rest[1:].split(os.sep, 1)[0]
+        return top == "rules" or top.startswith("env-") or _SALT_NAME.fullmatch(top) is not None
+
+    def evict(self) -> None:
+        """Bound the cache after this run wrote to it (see :func:`evict`, :func:`size_limit`);
+        nothing happens when it is disabled or nothing was written."""
+        if not self.enabled or not self._written:
+            return
+        try:
+            limit = size_limit()
+        except ValueError:
+            limit = DEFAULT_MAX_MB * 10**6  # the CLI reports a bad value before the run
+        evict(Path(self.root), limit, frozenset(self._written))
 
     def put_memo(self, key: str, value) -> None:
         if self.enabled:
+            path = self.dir / f"memo-{key}"  # type: ignore[operator]
             try:
-                atomic_write(self.dir / f"memo-{key}", seal(marshal.dumps(value)))  # type: ignore[operator]
+                atomic_write(path, seal(marshal.dumps(value)))
             except (OSError, ValueError):
-                pass
+                return
+            self._written.add(str(path))
 
     def _stat_path(self, root: str) -> Path:
         return self.dir / ("stat-" + hashlib.blake2b(root.encode(), digest_size=8).hexdigest())  # type: ignore[operator]
@@ -166,6 +295,8 @@ class Cache:
         idx = self._stat.get(root)
         if idx is None:
             idx = self._stat[root] = _read_dict(self._stat_path(root)) if self.enabled else {}
+            if idx:
+                touch(self._stat_path(root))
         return idx
 
     def mark(self, root: str) -> None:
@@ -180,6 +311,7 @@ class Cache:
         try:
             for root in self._dirty:
                 atomic_write(self._stat_path(root), seal(marshal.dumps(self._stat[root])))
+                self._written.add(str(self._stat_path(root)))
             for root, new in self._new.items():
                 if not new:
                     continue
@@ -189,6 +321,7 @@ class Cache:
                          if d in live and zlib.crc32(data[o:o + n]) == crc}  # damaged entries dropped
                 blobs.update((d, marshal.dumps(v)) for d, v in new.items() if d in live)
                 atomic_write(self._sums_path(root), _pack_bytes(blobs))
+                self._written.add(str(self._sums_path(root)))
         except OSError:
             return  # a read-only or full disk: the next run recomputes
         self._dirty.clear()

@@ -44,9 +44,10 @@ _IMPORT_RE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import|import[
 
 def _imports(path: str) -> list[tuple[int, str]]:
     """``(level, module)`` of the ``import``/``from ... import`` lines of ``path`` (a quick text scan)."""
+    from ..textio import read_regular
+
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        data = read_regular(path)
     except OSError:
         return []
     out = []

@@ -68,17 +68,21 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
 
 def read_file_bytes(path: str) -> bytes | str:
     """The file's bytes, or the message of the error that reading it raised."""
+    from ..textio import read_regular
+
     try:
-        with open(path, "rb") as f:
-            return f.read()
+        return read_regular(path)  # never a named pipe or a device (they can block or never end)
     except OSError as e:
         return f"cannot read file: {e.strerror or e}"
 
 
-def unchanged(touched: dict) -> bool:
+def unchanged(touched: dict, skip=None) -> bool:
     """Whether every file in ``touched`` still has its ``(mtime_ns, size)`` and every path
-    recorded as missing (``None``) is still missing."""
+    recorded as missing (``None``) is still missing; paths for which ``skip(path)`` is true (the
+    cache's own folder) are not looked at."""
     for path, key in touched.items():
+        if skip is not None and skip(path):
+            continue
         try:
             s = os.stat(path)
         except OSError:
@@ -368,8 +372,8 @@ class Project:
 
     def failure(self, module: str) -> tuple[str, str, str | None]:
         """Why ``module`` has no summary, as ``(reason, detail, path)`` with the reason codes of
-        :mod:`pp_attr_lint.unjudged`: ``syntax-error`` (the file does not parse or cannot be
-        read), ``ambiguous`` (its package is in two folders) or ``module-not-found``."""
+        :mod:`pp_attr_lint.unjudged`: ``syntax-error`` (the file does not parse), ``io-error``
+        (it cannot be read or decoded), ``file-vanished`` (it was deleted meanwhile), ``ambiguous`` (its package is in two folders) or ``module-not-found``."""
         st = self._find(module)
         if st is not None:
             self.load(st)
@@ -377,7 +381,9 @@ class Project:
             if st.syntax_error:
                 return ("syntax-error", f"{rel}:{st.syntax_error[1]} does not parse: {st.syntax_error[0]}", st.path)
             if st.error:
-                return ("syntax-error", f"{rel}: {st.error}", st.path)
+                from ..unjudged import file_reason
+
+                return (file_reason(st.error), f"{rel}: {st.error}", st.path)
         top = module.split(".", 1)[0]
         if top in self.ambiguous:
             return ("ambiguous", f"package `{top}` is in more than one checked or --src folder", None)

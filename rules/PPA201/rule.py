@@ -8,6 +8,10 @@ import re
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path
+from pp_attr_lint.unjudged import BROKEN_FILE
+
+_CODE_NOT_HERE = frozenset({"module-not-found", "unknown-base"}) | BROKEN_FILE  # code the run does not have
+
 
 def _stub_kind(fn) -> str:
     """``stub`` when a method body only holds a docstring, ``...``, ``pass`` or
@@ -295,7 +299,7 @@ class MissingPPHook(Rule):
             r.check_resolved(key)
             inits = r.executed_inits(key)
         except Unresolved as e:
-            if e.reason not in ("module-not-found", "unknown-base", "syntax-error"):
+            if e.reason not in _CODE_NOT_HERE:
                 return None
             if not _listed(key[1], rec) and not mine.get("pp_words"):
                 return None  # an explicit base __init__ call in a file that names no PP at all

@@ -9,6 +9,7 @@ from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 from pp_attr_lint.textio import display_path, read_source
+from pp_attr_lint.unjudged import BROKEN_FILE
 
 
 # characters str.splitlines() breaks at and Python's tokenizer does not
@@ -508,7 +509,7 @@ def _runs(r, mro, name):
 
 
 # reasons that mean the analysed code lacks what a verdict needs (not a shape the rule cannot read)
-_CODE_NOT_HERE = ("module-not-found", "unknown-base", "syntax-error")
+_CODE_NOT_HERE = frozenset({"module-not-found", "unknown-base"}) | BROKEN_FILE
 
 _PLAIN_BASES = {"object", "nn.Module", "torch.nn.Module", "Module", "ABC", "abc.ABC", "Protocol", "Generic"}
 
