@@ -1,6 +1,6 @@
 """What the command line says: paths it refuses or warns about, notes that ``-q`` keeps, messages
 for undecodable and newer-Python files, the shape of each text finding (``= why:`` and one
-``= help:``), not-judged details, the README's paths and options, and ``audit``'s rule selection
+``= help:``), not-judged details, and ``audit``'s rule selection
 and source distributions."""
 
 from __future__ import annotations
@@ -249,88 +249,7 @@ def test_not_judged_detail_of_a_project_rule_names_its_attribute(seed):
            "cannot be told" in lines[0]
 
 
-# -- 6. the README's paths and options --------------------------------------------------------------
-
-README = REPO / "README.md"
-_PATHLIKE = ("/", ".py", ".yaml", ".md", ".toml", ".sh")
-
-
-def _tracked() -> list[str]:
-    r = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True)
-    if r.returncode != 0:  # pragma: no cover - not a git checkout: every file under the repository
-        return [p.relative_to(REPO).as_posix() for p in REPO.rglob("*") if p.is_file() and ".git" not in p.parts]
-    return r.stdout.split()
-
-
-def _readme_paths() -> list[str]:
-    """Backticked names that look like paths (a ``/``, or a known suffix), and the paths in the
-    comments of code blocks that start with a top-level folder of the repository (``# same format
-    as rules/...``; the code itself shows a user's project: ``extend-exclude = ["tests/fixtures"]``)."""
-    import re
-
-    text = README.read_text(encoding="utf-8")
-    fences = re.findall(r"^```.*?^```", text, flags=re.S | re.M)
-    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
-    found = [t for t in re.findall(r"`([^`\n]+)`", prose) if " " not in t and (("/" in t) or t.endswith(_PATHLIKE[1:]))]
-    tops = sorted({t.split("/")[0] for t in _tracked() if "/" in t})
-    comments = "\n".join(line.split("#", 1)[1] for block in fences for line in block.splitlines() if "#" in line)
-    for block in [comments]:
-        found += re.findall(r"(?<![\w./-])((?:%s)/[\w./-]*[\w/])" % "|".join(map(re.escape, tops)), block)
-    return sorted(set(found))
-
-
-def test_readme_names_only_paths_that_exist():
-    tracked = _tracked()
-    names = {t.rsplit("/", 1)[-1] for t in tracked}
-    folders = {t.split("/")[0] for t in tracked} | {"pp_attr_lint/" + t.split("/")[1] for t in tracked
-                                                    if t.startswith("pp_attr_lint/") and t.count("/") >= 2}
-    package = {p.split("/", 1)[1] for p in folders if p.startswith("pp_attr_lint/")}
-    missing, checked = [], []
-    for p in _readme_paths():
-        if "<" in p or "NN/" in p or p.startswith(("$", "~", "../", "/")):
-            continue  # a template (`rules/<CODE>/`, `rules/PPA4NN/`) or a path outside the repository
-        first = p.split("/")[0]
-        if "/" not in p:  # a bare file name: some file of the repository has it
-            checked.append(p)
-            if p not in names:
-                missing.append(p)
-        elif first in folders or first.startswith("."):
-            checked.append(p)
-            if not ((REPO / p).exists() if "*" not in p else any(REPO.glob(p))):  # a glob must match
-                missing.append(p)
-        elif first in package:  # the "How it works" table names pp_attr_lint's own folders
-            checked.append(p)
-            if not (REPO / "pp_attr_lint" / p).exists():
-                missing.append(p)
-        # else a path of another tree (`vllm/...`, `sglang/srt/`, `<cache>/wheels`)
-    assert missing == [], f"README.md names paths that do not exist: {missing}"
-    assert "rules/PPA001/rule.yaml" in checked and "tests/test_layers.py" in checked
-
-
-def _help(*args: str) -> str:
-    r = subprocess.run([sys.executable, *args, "--help"], cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    return r.stdout
-
-
-def test_readme_names_only_options_that_exist():
-    import re
-
-    ours = "".join(_help("-m", "pp_attr_lint", cmd) for cmd in ("check", "audit", "validate"))
-    # options the parser accepts but hides from --help (`--no-prefilter`, for the tests): named in
-    # the parser's source
-    ours += " ".join(re.findall(r'add_argument\("(--[a-z][a-z0-9-]*)"[^)]*help=argparse\.SUPPRESS',
-                                (REPO / "pp_attr_lint" / "cli.py").read_text(encoding="utf-8")))
-    tools = {"scripts/bench.py": _help("scripts/bench.py"),
-             "pp_attr_lint.validate.bench": _help("-m", "pp_attr_lint.validate.bench")}
-    accepted = lambda helptext, opt: re.search(r"(?<![\w-])" + re.escape(opt) + r"(?![\w-])", helptext)  # noqa: E731
-    unknown = []
-    for para in re.split(r"\n\s*\n", README.read_text(encoding="utf-8")):
-        tool_help = "".join(h for name, h in tools.items() if name in para)
-        for opt in sorted(set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", para))):
-            if not accepted(ours, opt) and not accepted(tool_help, opt):
-                unknown.append(opt)
-    assert unknown == [], f"README.md names options no command accepts: {unknown}"
+# -- 6. the README's paths and options: tests/test_readme.py -----------------------------------
 
 
 # -- 7. audit takes check's rule selection --------------------------------------------------------

@@ -842,15 +842,15 @@ def test_validate_text_report_of_a_driver_that_reported_nothing():
     report said "device=None compile=None ranks started by None"; it leaves out what it does
     not know, and says what it knows."""
     from pp_attr_lint.validate.environment import EXIT_FAIL
-    from pp_attr_lint.validate.report import _build_report, _format_text
+    from pp_attr_lint.validate.report import build_report, format_text
 
-    rep = _build_report("LlamaForCausalLM", 2, {}, [], 4242, 0.0)
+    rep = build_report("LlamaForCausalLM", 2, {}, [], 4242, 0.0)
     rep.update(exit_code=EXIT_FAIL, outcome="FAIL", wall_seconds=12.5)
-    head = _format_text(rep).splitlines()[0]
+    head = format_text(rep).splitlines()[0]
     assert head == "== LlamaForCausalLM  pp=2  FAIL  (12.5 s wall)", head
-    assert "None" not in _format_text(rep)
+    assert "None" not in format_text(rep)
     rep.update(device="cpu", compile="eager", worker_start="fork")
-    assert _format_text(rep).splitlines()[0] == ("== LlamaForCausalLM  pp=2  device=cpu  compile=eager  ranks started "
+    assert format_text(rep).splitlines()[0] == ("== LlamaForCausalLM  pp=2  device=cpu  compile=eager  ranks started "
                                                  "by fork  FAIL  (12.5 s wall)")
 
 

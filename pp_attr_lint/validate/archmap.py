@@ -87,7 +87,13 @@ def load_registry(vllm_dir: str) -> dict[str, ArchEntry]:
     """
     path = os.path.join(vllm_dir, "model_executor", "models", "registry.py")
     with open(path, encoding="utf-8") as fh:
-        summary = summarize(fh.read(), frozenset(), path)
+        return registry_from_source(fh.read(), path)
+
+
+def registry_from_source(source: str, path: str = "registry.py") -> dict[str, ArchEntry]:
+    """:func:`load_registry` of the text of a ``registry.py`` (``path`` names it in a
+    SyntaxError, which is raised when it does not parse)."""
+    summary = summarize(source, frozenset(), path)
     out: dict[str, ArchEntry] = {}
     by_table: dict[str, list] = {}
     for table, arch, module, cls in registry_entries(summary, MODELS_PKG, "_*_MODELS"):
@@ -214,23 +220,6 @@ def archs_for_modules(modules: list[str], registry: dict[str, ArchEntry], graph:
         out[mod] = sorted(a for a, e in registry.items()
                           if e.module in users and (e.generative or not generative_only))
     return out
-
-
-def changed_files(base_ref: str, cwd: str = ".") -> list[str]:
-    """Python files changed between ``base_ref`` and the working tree (``git diff --name-only``,
-    committed and uncommitted changes, deleted files left out), as paths relative to ``cwd``.
-
-    Raises RuntimeError with git's message when ``base_ref`` is unknown or ``cwd`` is no repository.
-    """
-    top = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, text=True)
-    if top.returncode != 0:
-        raise RuntimeError(f"not a git repository: {os.path.abspath(cwd)}: {top.stderr.strip()}")
-    proc = subprocess.run(["git", "diff", "--name-only", "--diff-filter=d", base_ref, "--"], cwd=cwd,
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"git diff {base_ref}: {proc.stderr.strip()}")
-    root = top.stdout.strip()
-    return [os.path.relpath(os.path.join(root, f), cwd) for f in proc.stdout.split("\n") if f.endswith(".py")]
 
 
 def cached_import_graph(vllm_dir: str, version: str, cache_dir: str) -> dict[str, set[str]]:

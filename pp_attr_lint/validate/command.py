@@ -33,7 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="every text-generation and multimodal architecture of the registry (a sweep; "
                            "results are cached per arch, vLLM version and source hash, so a rerun resumes)")
     what.add_argument("--changed", metavar="BASE_REF",
-                      help="the architectures that use a model file changed since BASE_REF (git diff)")
+                      help="the architectures that a change since BASE_REF touches (git diff): those that use a "
+                           "changed model file, those whose registry entry it adds or changes, and those "
+                           "registered to a model file it adds")
     what.add_argument("--files", nargs="+", metavar="FILE",
                       help="the architectures that use these model files (vllm/model_executor/models/...)")
     what.add_argument("--findings", nargs="+", metavar="PATH",
@@ -96,6 +98,49 @@ def _parse_sources(values: list[str]) -> list[list]:
             module, path = value.split("=", 1)
         out.append([module, path])
     return out
+
+
+def _select(args: argparse.Namespace, vllm_dir: str, registry: dict, graph: dict):
+    """The :class:`~.changes.Selection` of ``--changed`` (the diff) or ``--files`` (each named
+    file taken as a changed model file of the installed vLLM; the registry is left to
+    ``--changed``, which compares it with the base). Raises RuntimeError, SyntaxError, OSError."""
+    from . import archmap
+    from .changes import REGISTRY_MODULE, Selection, select_changed
+
+    if args.changed:
+        return select_changed(args.changed, vllm_dir, registry, graph)
+    sel = Selection()
+    pairs = [(f, archmap.file_to_module(f, vllm_dir)) for f in args.files]
+    installed = os.path.realpath(vllm_dir) + os.sep
+    modules = []
+    for f, m in pairs:
+        if m == REGISTRY_MODULE:
+            sel.notes.append(f"{f}: the registry; `--changed BASE_REF` runs the entries a change adds")
+        elif m:
+            modules.append(m)
+            # a file of a checkout (not the installed vLLM's own file) runs in place of the
+            # installed module: the pull request's code is what gets validated
+            if os.path.isfile(f) and not os.path.realpath(f).startswith(installed):
+                sel.sources.append([m, os.path.abspath(f)])
+    sel.modules = archmap.archs_for_modules(modules, registry, graph)
+    for mod, lst in sel.modules.items():
+        for a in lst:
+            sel.why.setdefault(a, f"uses the changed module {mod}")
+    sel.archs = sorted(sel.why)
+    return sel
+
+
+def _print_selection(sel) -> None:
+    """Say on stderr which architectures the changed files select, and why the others are not run."""
+    print(f"pp-attr-lint validate: {len(sel.modules)} vLLM model module(s), {len(sel.register)} registry "
+          f"entr{'y' if len(sel.register) == 1 else 'ies'} added or changed -> {len(sel.archs)} architecture(s)",
+          file=sys.stderr)
+    for mod, lst in sel.modules.items():
+        print(f"  {mod}: {', '.join(lst) if lst else '(no architecture uses it)'}", file=sys.stderr)
+    for arch, entry in sel.register.items():
+        print(f"  registry: {arch} -> {entry.module}:{entry.cls}", file=sys.stderr)
+    for note in sel.notes:
+        print(f"  not run: {note}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -178,30 +223,23 @@ def run(args: argparse.Namespace) -> int:
         archs = [a for a, e in registry.items() if e.generative]
         use_cache = True
     else:
-        try:
-            files = archmap.changed_files(args.changed) if args.changed else list(args.files)
-        except RuntimeError as exc:
-            return env_error_of(str(exc), args)
         graph = archmap.cached_import_graph(vllm_dir, version, validate_cache_dir())
-        pairs = [(f, archmap.file_to_module(f, vllm_dir)) for f in files]
-        modules = [m for _f, m in pairs if m]
-        # a changed file of a checkout (not the installed vLLM's own file) runs in place of the
-        # installed module: the pull request's code is what gets validated
-        installed = os.path.realpath(vllm_dir) + os.sep
-        for f, m in pairs:
-            if m and os.path.isfile(f) and not os.path.realpath(f).startswith(installed) and \
-                    m not in {mm for mm, _p in ctx.sources}:
-                ctx.sources.append([m, os.path.abspath(f)])
-        mapping = archmap.archs_for_modules(modules, registry, graph)
-        archs = sorted({a for lst in mapping.values() for a in lst})
+        try:
+            sel = _select(args, vllm_dir, registry, graph)
+        except (RuntimeError, SyntaxError, OSError) as exc:
+            return env_error_of(str(exc), args)
+        known = {mm for mm, _p in ctx.sources}
+        ctx.sources.extend(s for s in sel.sources if s[0] not in known)
+        ctx.registry = {**registry, **sel.register}
+        ctx.register = {a: f"{e.module}:{e.cls}" for a, e in sel.register.items()}
+        ctx.config_names = dict(sel.config_names)
+        archs = sel.archs
         use_cache = True
-        print(f"pp-attr-lint validate: {len(files)} file(s), {len(modules)} vLLM model module(s) -> "
-              f"{len(archs)} architecture(s)", file=sys.stderr)
-        for mod, lst in mapping.items():
-            print(f"  {mod}: {', '.join(lst) if lst else '(no architecture uses it)'}", file=sys.stderr)
+        _print_selection(sel)
         if not archs:
             if args.output_format == "json":
-                print(json.dumps({"ok": True, "exit_code": EXIT_OK, "runs": [], "modules": mapping}, indent=1))
+                print(json.dumps({"ok": True, "exit_code": EXIT_OK, "runs": [], "modules": sel.modules,
+                                  "notes": sel.notes}, indent=1))
             else:
                 print("no architecture to validate")
             return EXIT_OK

@@ -150,8 +150,8 @@ def source_import_error(rep: dict, result: dict, sources: list) -> str | None:
 
 
 def reclassify(rep: dict) -> dict:
-    """A cached FAIL that now matches ``known_limits`` becomes UNSUPPORTED (in place; returned);
-    a cached failure without ``user_code`` gets it from the failed rank's traceback."""
+    """A cached FAIL that now matches ``known_limits`` or ``known_failures`` becomes UNSUPPORTED
+    (in place; returned); a cached failure without ``user_code`` gets it from the failed rank's traceback."""
     f = rep.get("failure")
     if f and "user_code" not in f:
         for r in rep.get("ranks") or []:
@@ -160,20 +160,27 @@ def reclassify(rep: dict) -> dict:
                 if f["user_code"]:
                     rep["reason"] = failure_text(f)
     if rep.get("outcome") == "FAIL" and rep.get("failure"):
-        known = known_limit(rep["failure"])
+        known = known_limit(rep["failure"], rep.get("arch"))
         if known:
             rep.update(exit_code=EXIT_UNSUPPORTED, outcome="UNSUPPORTED", reason=f"{known}: {rep.get('reason')}")
     return rep
 
 
-def known_limit(failure: dict) -> str | None:
-    """A failure that is a limit of this backend, not of the model code: the ``known_limits``
-    of toy_sizes.yaml (regex on ``Type: message``) -> the reason text; None otherwise."""
+def known_limit(failure: dict, arch: str | None = None) -> str | None:
+    """A failure that is a limit of this backend or of the toy config, not of the model code:
+    the ``known_limits`` of toy_sizes.yaml (regex on ``Type: message``), then ``arch``'s
+    ``known_failures`` there (regex on ``Type: message`` and, when given, on the failing frame
+    ``file:line in function``) -> the reason text; None otherwise."""
     from .toy_config import load_rules
 
+    rules = load_rules()
     text = f"{failure.get('type')}: {failure.get('message')}"
-    for item in load_rules().get("known_limits") or []:
+    for item in rules.get("known_limits") or []:
         if re.search(item["match"], text):
+            return item["reason"]
+    for item in rules.get("known_failures") or []:
+        if arch in item["archs"] and re.search(item["match"], text) and \
+                (not item.get("where") or re.search(item["where"], failure.get("where") or "")):
             return item["reason"]
     return None
 

@@ -16,15 +16,18 @@ _HARNESS_FILES = ("_driver.py", "_hook.py", "toy_checkpoint.py", "toy_config.py"
 
 
 def source_hash(sources: list, pp: int, compile_mode: str, device: str, arch: str | None = None,
-                worker_start: str = "fork", weights: str = "dummy", layer_partition: str | None = None) -> str:
+                worker_start: str = "fork", weights: str = "dummy", layer_partition: str | None = None,
+                registered: str | None = None, config_names: list[str] | None = None) -> str:
     """Hash of what a run of ``arch`` depends on besides the arch name and the vLLM version: the
     content of every ``--source`` file (with the module it replaces), the harness files of this
     package (driver, plugin, toy config code), the generic size rules of toy_sizes.yaml and
     ``arch``'s own family override (so that editing one family reruns that arch only), pp,
     compile mode, device, how the rank processes start (``worker_start``) and the weights
     (``dummy`` or ``toy``), and the split of the layers over the stages (``layer_partition``, and
-    ``VLLM_PP_LAYER_PARTITION`` when it is set). 16 hex digits. ``known_limits`` are not part of it: they are
-    applied to cached results when they are read (:func:`reclassify`)."""
+    ``VLLM_PP_LAYER_PARTITION`` when it is set), and for an arch that a change adds to the
+    registry its ``module:Class`` (``registered``) and the config classes its module imports.
+    16 hex digits. ``known_limits`` and ``known_failures`` are not part of it: they are applied
+    to cached results when they are read (:func:`reclassify`)."""
     from .toy_config import load_rules
 
     h = hashlib.sha256()
@@ -32,11 +35,13 @@ def source_hash(sources: list, pp: int, compile_mode: str, device: str, arch: st
     split = [layer_partition, os.environ.get("VLLM_PP_LAYER_PARTITION")]
     if any(split):
         h.update(json.dumps(split).encode())
+    if registered or config_names:
+        h.update(json.dumps([registered, config_names or []]).encode())
     for name in _HARNESS_FILES:
         with open(os.path.join(_HERE, name), "rb") as fh:
             h.update(name.encode() + b"\0" + fh.read())
     rules = load_rules()
-    generic = {k: v for k, v in rules.items() if k not in ("families", "known_limits")}
+    generic = {k: v for k, v in rules.items() if k not in ("families", "known_limits", "known_failures")}
     h.update(json.dumps(generic, sort_keys=True, default=str).encode())
     if arch is not None:
         h.update(json.dumps(rules["families"].get(arch), sort_keys=True, default=str).encode())

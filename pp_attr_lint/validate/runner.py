@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .environment import EXIT_ENV, EXIT_FAIL, EXIT_OK, EXIT_UNSUPPORTED, HOOK_MODULE, HERE, hash_device, validate_cache_dir
 from .report import build_report, first_failure, failure_text, known_limit, source_import_error, reclassify
@@ -41,6 +41,10 @@ class RunContext:
     registry: dict
     vllm_version: str
     sources: list
+    # arch -> "module:Class": entries a change adds to the registry, registered in the engine
+    register: dict = field(default_factory=dict)
+    # arch -> config class names its (new) module imports: the toy config's class when its name is in no table
+    config_names: dict = field(default_factory=dict)
 
 
 def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_cache: bool, jobs: int,
@@ -58,7 +62,8 @@ def run_many(archs: list[str], args: argparse.Namespace, ctx: "RunContext", use_
     hashes = {a: source_hash(ctx.sources, args.pp, getattr(args, "compile", "auto"), device, a,
                              worker_start=getattr(args, "worker_start", "fork"),
                              weights=getattr(args, "weights", "dummy"),
-                             layer_partition=getattr(args, "layer_partition", None)) for a in archs}
+                             layer_partition=getattr(args, "layer_partition", None),
+                             registered=ctx.register.get(a), config_names=ctx.config_names.get(a)) for a in archs}
     out: dict[str, dict] = {}
     todo = []
     for arch in archs:
@@ -334,7 +339,8 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
                 if entry is not None else [])
     spec = {"arch": arch, "module": entry.module if entry else None, "class": entry.cls if entry else None,
             "multimodal": bool(entry and entry.table == "_MULTIMODAL_MODELS"),
-            "siblings": siblings, "pp": args.pp, "device": args.device, "sources": sources, "workdir": workdir,
+            "siblings": siblings, "register": ({arch: ctx.register[arch]} if ctx and arch in ctx.register else {}),
+            "config_names": list((ctx.config_names.get(arch) if ctx else None) or []), "pp": args.pp, "device": args.device, "sources": sources, "workdir": workdir,
             "events": events_path, "result": result_path,
             "cache_root": None if args.no_cache else validate_cache_dir(),
             "compile": getattr(args, "compile", "auto"),
@@ -501,7 +507,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
             rep["root_cause"]["message"] = failure["root_cause"]  # the model's exception, not Dynamo's
         rep.update(exit_code=EXIT_FAIL, outcome="FAIL", failure=failure, reason=failure_text(failure))
         rep["log_tail"] = _tail(log_path, 30)
-        known = known_limit(failure)
+        known = known_limit(failure, arch)
         bad_source = source_import_error(rep, result, sources)
         if bad_source:
             rep.update(exit_code=EXIT_ENV, outcome="ERROR", reason=bad_source)

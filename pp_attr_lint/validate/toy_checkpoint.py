@@ -155,7 +155,8 @@ def _norm(name: str) -> str:
     return "".join(ch for ch in name.lower() if ch.isalnum())
 
 
-def find_model_type(arch: str, siblings: list[str], rules: dict) -> tuple[str, str]:
+def find_model_type(arch: str, siblings: list[str], rules: dict,
+                    config_names: list[str] | None = None) -> tuple[str, str]:
     """Return ``(model_type, how)`` for ``arch``.
 
     Order: ``families[arch].model_type`` in toy_sizes.yaml; transformers' auto model mappings
@@ -163,7 +164,9 @@ def find_model_type(arch: str, siblings: list[str], rules: dict) -> tuple[str, s
     ``arch`` and then for ``siblings`` (archs the vLLM registry serves with the same class);
     the arch name without its ``For...`` suffix compared (lower case, alphanumerics only) with
     the model types of vLLM's own configs (``vllm.transformers_utils.config._CONFIG_REGISTRY``)
-    and of transformers' ``CONFIG_MAPPING``. Raises ToyConfigError when nothing matches.
+    and of transformers' ``CONFIG_MAPPING``; last, the one model type whose config class is named
+    in ``config_names`` (the config classes a new model's module imports, ``LlamaConfig``).
+    Raises ToyConfigError when nothing matches.
     """
     fam = rules["families"].get(arch) or {}
     if fam.get("model_type"):
@@ -199,6 +202,20 @@ def find_model_type(arch: str, siblings: list[str], rules: dict) -> tuple[str, s
         for mt in vllm_types + hf_types:
             if _norm(mt) == key:
                 return mt, f"model type named like {cand}"
+    if config_names:
+        by_config: dict[str, set] = {}
+        for mt, name in configuration_auto.CONFIG_MAPPING_NAMES.items():
+            by_config.setdefault(name, set()).add(mt)
+        try:
+            from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+            for mt, cls in _CONFIG_REGISTRY.items():
+                by_config.setdefault(getattr(cls, "__name__", str(cls)), set()).add(mt)
+        except Exception:
+            pass
+        types = sorted(set().union(*(by_config.get(n, set()) for n in config_names)))
+        if len(types) == 1:
+            return types[0], f"config class {', '.join(config_names)} imported by its module"
     raise ToyConfigError(f"no config class offline for {arch}: not in transformers' auto mappings nor "
                          "vLLM's config registry (needs the checkpoint's remote code / the hub)")
 
@@ -221,7 +238,8 @@ def config_class(model_type: str):
         raise ToyConfigError(f"model type {model_type!r} has no config class in transformers or vLLM") from None
 
 
-def build_generic_config(arch: str, pp: int, siblings: list[str] | None = None):
+def build_generic_config(arch: str, pp: int, siblings: list[str] | None = None,
+                         config_names: list[str] | None = None):
     """Toy config for any arch: the config class's defaults shrunk by toy_config.shrink, then
     the arch's family overrides. Returns ``(config, info)``; raises ToyConfigError (the
     UNSUPPORTED reason) when the class cannot be found or rejects the toy values."""
@@ -231,7 +249,7 @@ def build_generic_config(arch: str, pp: int, siblings: list[str] | None = None):
     fam = rules["families"].get(arch) or {}
     if fam.get("unsupported"):
         raise ToyConfigError(f"{fam['unsupported']} ({fam['reason']})")
-    mt, how = find_model_type(arch, siblings or [], rules)
+    mt, how = find_model_type(arch, siblings or [], rules, config_names)
     cls = config_class(mt)
     try:
         default = cls()
@@ -257,7 +275,8 @@ def build_generic_config(arch: str, pp: int, siblings: list[str] | None = None):
 
 
 def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | None = None,
-                     overrides: dict | None = None, weights: bool = False) -> tuple[str, dict]:
+                     overrides: dict | None = None, weights: bool = False,
+                     config_names: list[str] | None = None) -> tuple[str, dict]:
     """Write config, tokenizer and processor configs for ``arch`` into ``path``.
 
     Output: ``(path, info)`` with info on the config used. Qwen3-VL archs (:data:`ARCHS`) use
@@ -266,6 +285,7 @@ def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | No
     written (a finding's witness, ``{"tie_word_embeddings": True}``); ``info["overrides"]`` says
     which were set and ``info["not_set"]`` which could not be (not a key of the config class).
     ``weights``: also write the weights (:func:`write_weights`; ``info["weights"]``).
+    ``config_names``: see :func:`find_model_type`.
     Raises ToyConfigError (UNSUPPORTED reason) and ImportError when transformers/tokenizers are
     missing.
     """
@@ -275,7 +295,7 @@ def write_checkpoint(arch: str, path: str, pp: int = 2, siblings: list[str] | No
         info = {"model_type": ARCHS[arch]["model_type"], "config_class": type(cfg).__name__,
                 "found_by": "toy_checkpoint.ARCHS (Qwen3-VL)"}
     else:
-        cfg, info = build_generic_config(arch, pp, siblings)
+        cfg, info = build_generic_config(arch, pp, siblings, config_names)
     if overrides:
         info["overrides"], info["not_set"] = apply_overrides(cfg, overrides)
     cfg.save_pretrained(path)

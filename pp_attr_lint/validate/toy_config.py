@@ -17,7 +17,8 @@ _INDEX_LIST_SUFFIXES = ("_layers", "_indexes", "_indices", "_layer_ids", "_layer
 def load_rules(path: str = DATA_FILE) -> dict:
     """Load ``toy_sizes.yaml`` (or ``path``): ``sizes``, ``layer_keys``, ``vocab``,
     ``special_token_base``, ``families``. Raises OSError / yaml.YAMLError on a bad file and
-    ValueError when a family override has no ``reason``."""
+    ValueError when a family override has no ``reason`` or a ``known_failures`` item lacks
+    ``archs``, ``match`` or ``reason``."""
     import yaml
 
     with open(path, encoding="utf-8") as fh:
@@ -25,6 +26,9 @@ def load_rules(path: str = DATA_FILE) -> dict:
     for arch, fam in (rules.get("families") or {}).items():
         if not isinstance(fam, dict) or not fam.get("reason"):
             raise ValueError(f"{path}: families.{arch} needs a reason")
+    for i, item in enumerate(rules.get("known_failures") or []):
+        if not isinstance(item, dict) or not item.get("archs") or not item.get("match") or not item.get("reason"):
+            raise ValueError(f"{path}: known_failures[{i}] needs archs, match and reason")
     rules.setdefault("families", {})
     return rules
 

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from pp_attr_lint.validate import archmap, findings, results, toy_config
+from pp_attr_lint.validate import archmap, changes, findings, results, toy_config
 from pp_attr_lint.validate.report import exit_code, where_from_traceback
 
 
@@ -174,9 +174,11 @@ def test_changed_files_from_git(tmp_path):
     subprocess.run(git + ["commit", "-qm", "a"], check=True)
     f.write_text("a = 2\n")
     (repo / "notes.txt").write_text("x")
-    assert archmap.changed_files("HEAD", cwd=str(repo)) == ["vllm/model_executor/models/llama.py"]
+    (repo / "vllm" / "new.py").write_text("")
+    assert sorted(changes.git_changes("HEAD", cwd=str(repo))) == [("A", "vllm/new.py"),
+                                                                  ("M", "vllm/model_executor/models/llama.py")]
     with pytest.raises(RuntimeError, match="git diff nosuchref"):
-        archmap.changed_files("nosuchref", cwd=str(repo))
+        changes.git_changes("nosuchref", cwd=str(repo))
 
 
 def _rep(arch, outcome, done=10.0, **kw):
