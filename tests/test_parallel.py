@@ -34,7 +34,9 @@ def test_jobs_give_the_same_report_as_one_process(tmp_path):
     for jobs in ("1", "2", "4"):
         r = run_cli("check", ".", "--no-cache", "--output-format", "json", "--show-unresolved", "--jobs", jobs,
                     cwd=root)
-        assert r.rc == 1, r.stderr
+        # the rule cases import `vllm`, which no folder of this tree resolves (the stub is not on
+        # their path): the engine-not-found error, exit 3, after the same report
+        assert r.rc == 3 and "the checked code imports `vllm`, which cannot be found" in r.stderr, r.stderr
         runs[jobs] = r.stdout
     assert runs["1"] == runs["2"] == runs["4"]
     names = [d["name"] for d in run_cli("check", ".", "--no-cache", "--output-format", "json", "-j", "2",
