@@ -583,7 +583,7 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
         if args.show_unresolved:
             out.write(report.not_judged_lines(unjudged))
         if not args.quiet:
-            out.write(report.found_line(len(findings), len(fixed)) + "\n")
+            out.write(report.found_line(len(findings), len(fixed), bool(result.missing_engines)) + "\n")
             if unjudged:
                 out.write(summary_line(unjudged, shown=args.show_unresolved) + "\n")
     elif fmt == "github":
@@ -600,7 +600,7 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
         color = None if out is sys.stdout else False
         report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,
                           not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet,
-                          fix_errors=fix_errors)
+                          fix_errors=fix_errors, incomplete=bool(result.missing_engines))
 
 
 if __name__ == "__main__":  # pragma: no cover

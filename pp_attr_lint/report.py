@@ -19,15 +19,16 @@ from .unjudged import describe, summary_line
 FORMATS = ("text", "json", "concise", "github", "sarif")
 
 
-def found_line(remaining: int, fixed: int = 0) -> str:
+def found_line(remaining: int, fixed: int = 0, incomplete: bool = False) -> str:
     """The summary line of the text and concise reports: ``Found 3 errors (1 fixed, 2
-    remaining).``, ``Found 1 error.`` or ``All checks passed!``."""
+    remaining).``, ``Found 1 error.`` or ``All checks passed!``; with ``incomplete`` (an engine the
+    checked code imports was not found, so its reads were not judged) never the last."""
     total = remaining + fixed
     if fixed:
         return f"Found {total} error{'s' if total != 1 else ''} ({fixed} fixed, {remaining} remaining)."
     if remaining:
         return f"Found {remaining} error{'s' if remaining != 1 else ''}."
-    return "All checks passed!"
+    return "No finding, but the checks are incomplete (see the error below)." if incomplete else "All checks passed!"
 
 
 def not_judged_lines(records: list[NotJudged]) -> str:
@@ -286,9 +287,11 @@ def statistics(findings: list[Finding]) -> str:
 
 def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *, show_fixes: bool = False,
                fixed: list[Finding] = (), color: bool | None = None, not_judged: list[NotJudged] = (),
-               show_unresolved: bool = False, quiet: bool = False, fix_errors: list[str] = ()) -> None:
+               show_unresolved: bool = False, quiet: bool = False, fix_errors: list[str] = (),
+               incomplete: bool = False) -> None:
     """Ruff-style text: a header line per finding, the source line with the read underlined, the
-    resolution chain (``= why:``) and the fix (``= help:``), then a summary line; with
+    resolution chain (``= why:``) and the fix (``= help:``), then a summary line (see
+    :func:`found_line` for ``incomplete``); with
     ``show_unresolved`` the reads not judged, one per line; when any read was not judged, one
     last line that counts them by reason (:func:`pp_attr_lint.unjudged.summary_line`).  ``quiet``
     (``-q``) leaves out the summary lines (found, fixable, not judged).  ``fix_errors``: why
@@ -325,7 +328,7 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
         lines += [[(None, line)] for line in not_judged_lines(not_judged).splitlines()]
         lines.append([])
     if not quiet:
-        lines.append([(None, found_line(len(findings), len(fixed)))])
+        lines.append([(None, found_line(len(findings), len(fixed), incomplete))])
     fixable = sum(1 for f in findings if f.fix is not None)
     if fixable and not quiet and fix_errors:
         more = f" (and {len(fix_errors) - 1} more file{'s' if len(fix_errors) > 2 else ''})" if len(fix_errors) > 1 else ""

@@ -805,6 +805,9 @@ def test_a_plugin_checked_without_its_engine_fails_loudly(tmp_path, fmt):
     assert "2 reads that depend on it are not judged" in err
     if fmt == "github":
         assert "::error title=pp-attr-lint (engine not found)::the checked code imports `vllm`" in got.stdout
+    if fmt in ("text", "concise"):  # the summary line does not say the checks passed
+        assert "All checks passed!" not in got.stdout, got.stdout
+        assert "No finding, but the checks are incomplete (see the error below)." in got.stdout, got.stdout
     quiet = _run(["check", "myplugin", "--no-cache", "-q", "--exit-zero", "--python", "none"], tmp_path)
     assert quiet.returncode == 3 and "no environment (`--python none`)" in quiet.stderr, quiet.stderr
 
