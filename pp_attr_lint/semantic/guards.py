@@ -38,6 +38,12 @@ PP_SIZE_NAMES = frozenset({"pipeline_parallel_size", "pp_size", "world_size"})
 # the predicates, the group, the layer range a rank owns and the placeholder of missing layers
 STAGE_WORDS = frozenset({F.FIRST_RANK_PREDICATE, F.LAST_RANK_PREDICATE, "get_pp_group", "pp_group",
                          "start_layer", "end_layer", "get_pp_indices", F.PLACEHOLDER_CLASS})
+# parts of a name that mark a test as naming the stage in some way (``self.start_layer``,
+# ``pp_rank``, ``is_last_stage``, ``pipeline_...``): a test with one is read as a stage test
+STAGE_WORD_PARTS = ("start_layer", "rank", "stage", "pp_", "pipeline")
+# names of the stage's position: 0 on the first stage (``start_layer``, SGLang's ``pp_rank``,
+# the group's ``rank_in_group``)
+STAGE_POSITION_NAMES = frozenset({"start_layer", "pp_rank", "rank_in_group"})
 # number-of-layers names: ``n - 1`` with one of them is the last layer's index
 LAYER_COUNT_NAMES = frozenset({"num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_layer"})
 

@@ -14,11 +14,10 @@ from __future__ import annotations
 import re
 
 from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 _INDEX = re.compile(rb"-\s*self\.start_layer\b")
 _INDEX_TEXT = re.compile(_INDEX.pattern.decode())
-# names whose test on the path to a call makes its constant a stage-aware choice
-_STAGE_WORDS = ("start_layer", "rank", "stage", "pp_", "pipeline")
 # how many construction hops an unannotated parameter is followed through
 _MAX_HOPS = 3
 
@@ -151,10 +150,12 @@ def _int_constant(node) -> bool:
 
 def _stage_test(node) -> bool:
     """Whether a test names the stage (``self.start_layer == 0``, ``pp_group.is_first_rank``)."""
+    from pp_attr_lint.semantic.guards import STAGE_WORD_PARTS
+
     ast = _ast()
     for n in ast.walk(node):
         word = n.id if isinstance(n, ast.Name) else n.attr if isinstance(n, ast.Attribute) else None
-        if word and any(w in word.lower() for w in _STAGE_WORDS):
+        if word and any(w in word.lower() for w in STAGE_WORD_PARTS):
             return True
     return False
 
@@ -162,7 +163,6 @@ def _stage_test(node) -> bool:
 # what a test on a call's path says of the pipeline stages that run the call
 FIRST, LATER, UNKNOWN = "first", "later", "unknown"  # only the first; only stages after it (PP >= 2); not read
 # names of the stage's position: 0 on the first stage
-_POSITION_WORDS = frozenset({"start_layer", "pp_rank", "rank_in_group"})
 _MIRROR = {"Lt": "Gt", "Gt": "Lt", "LtE": "GtE", "GtE": "LtE", "Eq": "Eq", "NotEq": "NotEq"}
 
 
@@ -182,6 +182,8 @@ def _stage_class(test):
     stages after the first: ``is_last_rank`` under PP >= 2, ``start_layer != 0`` / ``> 0``,
     ``not is_first_rank``), :data:`UNKNOWN` (it names the stage otherwise), ``None`` (it does not
     name the stage)."""
+    from pp_attr_lint.semantic.guards import STAGE_POSITION_NAMES
+
     ast = _ast()
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
         return _flip(_stage_class(test.operand))
@@ -200,13 +202,13 @@ def _stage_class(test):
         return FIRST
     if word == "is_last_rank":
         return LATER
-    if word in _POSITION_WORDS:
+    if word in STAGE_POSITION_NAMES:
         return LATER  # `if self.start_layer:`
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         left, op, right = test.left, type(test.ops[0]).__name__, test.comparators[0]
         if isinstance(left, ast.Constant) and op in _MIRROR:
             left, op, right = right, _MIRROR[op], left  # `0 == self.start_layer`
-        if _last_name(left) in _POSITION_WORDS and isinstance(right, ast.Constant) and type(right.value) is int:
+        if _last_name(left) in STAGE_POSITION_NAMES and isinstance(right, ast.Constant) and type(right.value) is int:
             c = right.value
             if (op, c) in (("Eq", 0), ("LtE", 0), ("Lt", 1)):
                 return FIRST
@@ -215,43 +217,53 @@ def _stage_class(test):
     return UNKNOWN if _stage_test(test) else None
 
 
+def _stage_atom(test):
+    """The atom of a test that names the pipeline stage (see :func:`_stage_class`): ``@first``
+    when only the first stage holds it, its negation when only the later ones do, an opaque
+    ``stage?...`` atom when it names the stage otherwise; ``None`` (the model's own naming) for a
+    rank predicate or a test that does not name the stage."""
+    from pp_attr_lint.semantic import guards as G
+
+    if G.rank_predicate(test) is not None:
+        return None  # `is_first_rank` / `is_last_rank`: the model's @first / @last
+    c = _stage_class(test)
+    if c == FIRST:
+        return G.FIRST
+    if c == LATER:
+        return G.f_not(G.FIRST)
+    return ("a", "stage?" + _ast().unparse(test)) if c == UNKNOWN else None
+
+
 def _calls(tree, names: frozenset):
-    """``(call, class node or None, function node, stage classes)`` for each call ``x.name(...)``
-    with ``name`` in ``names`` inside a function of ``tree``; the stage classes (see
-    :func:`_stage_class`) are those of the tests on the path to it: an enclosing ``if`` /
-    ``while`` / conditional expression (its branch's polarity), the earlier operands of an
-    ``and`` / ``or``, and an earlier ``if ...: return`` (or ``raise``) of the function (negated)."""
+    """``(call, class node or None, function node, guard)`` for each call ``x.name(...)`` with
+    ``name`` in ``names`` inside a function of ``tree`` (the innermost one: a nested function has
+    no scope of its own in the summary), with its guard from the flow walker
+    (:class:`~pp_attr_lint.semantic.flow.FunctionGuards`; stage tests named by
+    :func:`_stage_atom`): ``if`` / ``while`` / conditional expressions, ``and`` / ``or``, early
+    ``return`` / ``raise``, ``assert``."""
+    from pp_attr_lint.semantic.flow import FunctionGuards
+
     ast = _ast()
     out = []
-
-    def visit(node, cls, fn, guards, exits):
+    todo = [(tree, None, None)]
+    while todo:
+        node, cls, fn = todo.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                todo.append((child, cls, child))
+            elif isinstance(child, ast.ClassDef):
+                todo.append((child, child if cls is None and fn is None else cls, fn))
+            else:
+                todo.append((child, cls, fn))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            fn = node  # the innermost function: a nested one has no scope of its own in the summary
-            exits = exits + tuple((st.end_lineno, _flip(c)) for st in node.body
-                                  if isinstance(st, ast.If) and st.body and isinstance(st.body[-1], (ast.Return, ast.Raise))
-                                  and (c := _stage_class(st.test)) is not None)
-        elif isinstance(node, ast.ClassDef):
-            cls = node if cls is None and fn is None else cls
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names \
-                and fn is not None:
-            out.append((node, cls, fn, guards + tuple(c for end, c in exits if end < node.lineno)))
-        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
-            c = _stage_class(node.test)
-            visit(node.test, cls, fn, guards, exits)
-            for branch, cc in ((node.body, c), (node.orelse, _flip(c))):
-                for b in (branch if isinstance(branch, list) else [branch]):
-                    visit(b, cls, fn, guards + ((cc,) if cc else ()), exits)
-            return
-        if isinstance(node, ast.BoolOp):
-            for i, v in enumerate(node.values):
-                prior = [_stage_class(x) for x in node.values[:i]]  # `a and x.f(0)`: runs where a holds
-                prior = prior if isinstance(node.op, ast.And) else [_flip(p) for p in prior]
-                visit(v, cls, fn, guards + tuple(p for p in prior if p), exits)
-            return
-        for c in ast.iter_child_nodes(node):
-            visit(c, cls, fn, guards, exits)
-
-    visit(tree, None, None, (), ())
+            guards = None
+            for call in _fast_walk(node):
+                if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in names:
+                    guards = guards or FunctionGuards(node, atom_of=_stage_atom)
+                    guard = guards.of(call)
+                    if guard is not None:  # (a call of a nested function is that function's)
+                        out.append((call, cls, node, guard))
+    out.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
     return out
 
 
@@ -563,8 +575,9 @@ class StageLocalLayerId(Rule):
         in this file), and a :class:`~pp_attr_lint.model.NotJudged` record for each such call
         whose receiver cannot be established, or for all of them when a file of the tree that may
         hold one cannot be read or parsed."""
-        from pp_attr_lint.semantic.model import RankFacts
         from pp_attr_lint.index.astutil import ref_chain
+        from pp_attr_lint.semantic import guards as G
+        from pp_attr_lint.semantic.model import RankFacts
         from pp_attr_lint.model import NotJudged
         from pp_attr_lint.textio import display_path
 
@@ -584,12 +597,13 @@ class StageLocalLayerId(Rule):
         receivers = _Receivers(ctx, rf)
         out = []
         for path, module, tree, _lines in files:
-            for call, cls, fn, guards in _calls(tree, names):
+            for call, cls, fn, guard in _calls(tree, names):
                 m = call.func.attr
                 shaped = [a for a in accessors if a[1] == m and _int_constant(_argument(call, a[3], a[2]))]
                 if not shaped:
                     continue
-                if FIRST in guards and all(_argument(call, a[3], a[2]).value == 0 for a in shaped):
+                first_only = G.implies(guard, G.FIRST)
+                if first_only and all(_argument(call, a[3], a[2]).value == 0 for a in shaped):
                     continue  # runs on the first stage only, which holds layer 0
                 a0 = shaped[0]
                 site = f"{display_path(path)}:{call.lineno}"
@@ -614,7 +628,7 @@ class StageLocalLayerId(Rule):
                 arg = _argument(call, acc[3], acc[2])
                 if not _int_constant(arg):
                     continue
-                if UNKNOWN in guards or FIRST in guards:
+                if first_only or any(x.startswith("stage?") for x in G.atoms(guard)):
                     row, col = (call.lineno, call.col_offset) if path == ctx.file.path else (acc[5], acc[6])
                     out.append(NotJudged(code=self.code, reason="stage-guard", path=ctx.file.path, row=row,
                                          column=col + 1,
