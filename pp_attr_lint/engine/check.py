@@ -405,10 +405,10 @@ def _noqa_suppressed(text: str, row: int, code: str | None, memo: list) -> bool:
     """Whether a ``# noqa`` of ``text`` suppresses a finding of ``code`` at line ``row`` (see
     :func:`pp_attr_lint.noqa.suppressed`).  ``memo``: a per-file ``[directives, comment rows]``
     list, filled at the first use; a file without the word ``noqa`` is not tokenized."""
-    from .. import noqa
-
     if "noqa" not in text.lower():
         return False
+    from .. import noqa
+
     if memo[0] is None:
         memo[0] = noqa.directives(text)
         memo[1] = noqa.comment_rows(text) if memo[0] else {}
