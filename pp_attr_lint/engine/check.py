@@ -409,11 +409,11 @@ def _noqa_suppressed(text: str, row: int, code: str | None, memo: list) -> bool:
         return False
     from .. import noqa
 
+    if not noqa.could_be_suppressed(text, row):
+        return False
     if memo[0] is None:
-        memo[0] = noqa.directives(text)
-        memo[1] = noqa.comment_rows(text) if memo[0] else {}
-    marks, rows = memo
-    return noqa.suppressed(text, row, code, marks, rows)
+        memo[0], memo[1] = noqa.scan(text)
+    return noqa.suppressed(text, row, code, memo[0], memo[1])
 
 
 def _noqa_warnings(paths: list[str], known: frozenset[str]) -> list[tuple[str, int, str]]:
@@ -458,10 +458,9 @@ def _drop_noqa(path: str, records: list[NotJudged]) -> list[NotJudged]:
         text = read_source(path).text
     except (OSError, UnicodeDecodeError, SyntaxError):
         return records
-    marks = noqa.directives(text)
+    marks, rows = noqa.scan(text)
     if not marks:
         return records
-    rows = noqa.comment_rows(text)
     return [n for n in records if not noqa.suppressed(text, n.row, n.code, marks, rows)]
 
 
