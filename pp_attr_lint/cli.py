@@ -396,7 +396,7 @@ def run_check(args) -> int:
     for path, row, code in result.noqa_warnings:
         print(f"pp-attr-lint: warning: {display_path(path)}:{row}: unknown code in noqa: {code}", file=sys.stderr)
     if args.add_noqa:
-        return _add_noqa(result, args.quiet)
+        return _add_noqa(result, args.quiet, args.exit_zero)
     findings = result.findings
     fingerprints = None
     if args.baseline_commit:
@@ -502,10 +502,11 @@ def _new_findings(args, result, paths, src, exclude, ignore, checked, cold_cache
     return new, {id(f): fp for f, fp in zip(current, fps)}
 
 
-def _add_noqa(result, quiet: bool) -> int:
+def _add_noqa(result, quiet: bool, exit_zero: bool = False) -> int:
     """``--add-noqa``: write the ``# noqa`` comments of ``result``'s findings (see
     :func:`pp_attr_lint.noqa.write_noqa`); exit 0, 1 when findings without a rule code (files that
-    cannot be read or parsed) remain, 2 when a file cannot be written."""
+    cannot be read or parsed) remain (0 with ``exit_zero``) or a file changed during the run, 2
+    when a file cannot be written."""
     from .noqa import write_noqa
 
     outcome = write_noqa(result.findings, result.digests)
@@ -520,7 +521,9 @@ def _add_noqa(result, quiet: bool) -> int:
         print(f"Added {n} noqa directive{'s' if n != 1 else ''}.", file=sys.stderr)
     if outcome.errors:
         return EXIT_ERROR
-    return EXIT_FINDINGS if outcome.left or outcome.changed else EXIT_CLEAN
+    if outcome.changed or (outcome.left and not exit_zero):
+        return EXIT_FINDINGS
+    return EXIT_CLEAN
 
 
 def engine_message(missing: dict[str, int], python: str | None) -> str:

@@ -46,21 +46,44 @@ def physical_lines(text: str) -> list[str]:
     return io.StringIO(text).readlines()
 
 
-def _comments(text: str) -> list[tokenize.TokenInfo] | None:
-    """The comment tokens of ``text``; ``None`` when it does not tokenize."""
+def _tokens(text: str) -> list[tokenize.TokenInfo] | None:
+    """The tokens of ``text``; ``None`` when it does not tokenize."""
     try:
-        return [t for t in tokenize.generate_tokens(io.StringIO(text).readline) if t.type == tokenize.COMMENT]
+        return list(tokenize.generate_tokens(io.StringIO(text).readline))
     except (tokenize.TokenError, SyntaxError, IndentationError):
         return None
+
+
+def _comments(text: str) -> list[tokenize.TokenInfo] | None:
+    """The comment tokens of ``text``; ``None`` when it does not tokenize."""
+    toks = _tokens(text)
+    return None if toks is None else [t for t in toks if t.type == tokenize.COMMENT]
+
+
+def scan(text: str) -> tuple[dict[int, Directive], dict[int, int]]:
+    """:func:`directives` and :func:`comment_rows` of ``text``, from one tokenization."""
+    if "noqa" not in text.lower():
+        return {}, {}
+    toks = _tokens(text)
+    if toks is None:
+        return {}, {}
+    return _directives(toks), _comment_rows(text, toks)
 
 
 def directives(text: str) -> dict[int, Directive]:
     """The ``# noqa`` comments of a file: line -> :class:`Directive`.  Uses :mod:`tokenize`, so that
     ``# noqa`` inside a string does not count; a file that does not tokenize has none."""
-    out: dict[int, Directive] = {}
     if "noqa" not in text.lower():
-        return out
-    for tok in _comments(text) or ():
+        return {}
+    toks = _tokens(text)
+    return {} if toks is None else _directives(toks)
+
+
+def _directives(toks: list[tokenize.TokenInfo]) -> dict[int, Directive]:
+    out: dict[int, Directive] = {}
+    for tok in toks:
+        if tok.type != tokenize.COMMENT:
+            continue
         m = NOQA.search(tok.string)
         if m:
             codes = m.group("codes")
@@ -91,12 +114,13 @@ def comment_rows(text: str) -> dict[int, int]:
     goes: a line that ends inside a string spanning lines goes to the string's last line, a line
     continued with a backslash to the line the continuation ends on (chains followed).  Lines not
     in the map take their own ``# noqa``.  A file that does not tokenize gives ``{}``."""
+    toks = _tokens(text)
+    return {} if toks is None else _comment_rows(text, toks)
+
+
+def _comment_rows(text: str, toks: list[tokenize.TokenInfo]) -> dict[int, int]:
     out: dict[int, int] = {}
     lines = physical_lines(text)
-    try:
-        toks = list(tokenize.generate_tokens(io.StringIO(text).readline))
-    except (tokenize.TokenError, SyntaxError, IndentationError):
-        return out
     in_string: set[int] = set()
     fstart: list[int] = []  # rows of open f-strings (Python 3.12 tokenizes them in pieces)
     for t in toks:
@@ -126,15 +150,49 @@ def comment_rows(text: str) -> dict[int, int]:
     return out
 
 
+# a triple-quoted f-string: a finding inside one of its replacement fields lies in a string
+_LONG_FSTRING = re.compile(r"(?<!\w)(?:[rRbB]?[fF]|[fF][rRbB])(?:'''|\"\"\")")
+
+
+def _line(text: str, row: int) -> str:
+    """Line ``row`` (1-based) of ``text``, without its ending ("" past the end), numbered as
+    :func:`physical_lines` numbers them."""
+    start = 0
+    for _ in range(row - 1):
+        nl = text.find("\n", start)
+        if nl < 0:
+            return ""
+        start = nl + 1
+    end = text.find("\n", start)
+    return (text[start:] if end < 0 else text[start:end]).rstrip("\r")
+
+
+def could_be_suppressed(text: str, row: int) -> bool:
+    """A fast test, without tokenizing: false when no ``# noqa`` can apply to line ``row`` --
+    the line has no ``noqa``, and it can neither end inside a string that spans lines (it opens
+    no triple quote, and the file has no triple-quoted f-string a finding could lie in) nor be
+    continued with a backslash."""
+    line = _line(text, row)
+    if "noqa" in line.lower():
+        return True
+    if line.endswith("\\") or '"""' in line or "'''" in line:
+        return "noqa" in text.lower()
+    return bool(_LONG_FSTRING.search(text)) and "noqa" in text.lower()
+
+
 def suppressed(text: str, row: int, code: str | None, marks: dict[int, Directive] | None = None,
                rows: dict[int, int] | None = None) -> bool:
     """Whether a finding of ``code`` at line ``row`` (its ``noqa_row``) of ``text`` is suppressed by
     a ``# noqa`` on that line or where :func:`comment_rows` places it.  ``marks`` / ``rows``:
-    :func:`directives` / :func:`comment_rows` of ``text`` when already computed."""
-    marks = directives(text) if marks is None else marks
+    :func:`directives` / :func:`comment_rows` of ``text`` when already computed.  Files are
+    tokenized only when :func:`could_be_suppressed` says a ``# noqa`` may apply."""
+    if not could_be_suppressed(text, row):
+        return False
+    if marks is None or rows is None:
+        marks, rows = scan(text)
     if not marks:
         return False
-    for r in {row, (comment_rows(text) if rows is None else rows).get(row, row)}:
+    for r in {row, rows.get(row, row)}:
         d = marks.get(r)
         if d is not None and covers(d.codes, code):
             return True

@@ -262,6 +262,14 @@ def test_noqa_where_no_comment_can_go():
     assert noqa.add_noqa(new, {1: {"PPA001"}, 4: {"PPA101"}}) == (new, 0)
 
 
+def test_noqa_for_a_read_inside_a_multi_line_f_string():
+    text = "w = f'''\n{a.e}\n'''\nv = a.f\n"
+    new, n = noqa.add_noqa(text, {2: {"PPA002"}, 4: {"PPA001"}})
+    assert new == "w = f'''\n{a.e}\n'''  # noqa: PPA002\nv = a.f  # noqa: PPA001\n" and n == 2
+    assert noqa.suppressed(new, 2, "PPA002") and noqa.suppressed(new, 4, "PPA001")
+    assert not noqa.could_be_suppressed("x = a.b\ny = 1  # noqa\n", 1)
+
+
 def test_noqa_lines_are_the_tokenizers():
     """A form feed inside a line (``str.splitlines`` would split there) does not shift the line
     the comment goes on."""

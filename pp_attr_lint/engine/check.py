@@ -446,15 +446,15 @@ def _noqa_suppressed(text: str, row: int, code: str | None, memo: list) -> bool:
     """Whether a ``# noqa`` of ``text`` suppresses a finding of ``code`` at line ``row`` (see
     :func:`pp_attr_lint.noqa.suppressed`).  ``memo``: a per-file ``[directives, comment rows]``
     list, filled at the first use; a file without the word ``noqa`` is not tokenized."""
-    from .. import noqa
-
     if "noqa" not in text.lower():
         return False
+    from .. import noqa
+
+    if not noqa.could_be_suppressed(text, row):
+        return False
     if memo[0] is None:
-        memo[0] = noqa.directives(text)
-        memo[1] = noqa.comment_rows(text) if memo[0] else {}
-    marks, rows = memo
-    return noqa.suppressed(text, row, code, marks, rows)
+        memo[0], memo[1] = noqa.scan(text)
+    return noqa.suppressed(text, row, code, memo[0], memo[1])
 
 
 def _noqa_warnings(paths: list[str], known: frozenset[str]) -> list[tuple[str, int, str]]:
@@ -499,10 +499,9 @@ def _drop_noqa(path: str, records: list[NotJudged]) -> list[NotJudged]:
         text = read_source(path).text
     except (OSError, UnicodeDecodeError, SyntaxError):
         return records
-    marks = noqa.directives(text)
+    marks, rows = noqa.scan(text)
     if not marks:
         return records
-    rows = noqa.comment_rows(text)
     return [n for n in records if not noqa.suppressed(text, n.row, n.code, marks, rows)]
 
 
