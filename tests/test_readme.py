@@ -18,11 +18,6 @@ REPO = Path(__file__).resolve().parents[1]
 README = REPO / "README.md"
 TEST_COMMAND = "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && python -m pytest -ra"
 
-# TEMPORARY: options that other branches add to `check` (PR mode and noqa insertion). The README
-# documents them already; remove this allow-list once those branches are merged.
-PENDING_OPTIONS = {"check": {"--baseline-commit", "--add-noqa"}}
-# TEMPORARY, for the same reason: the adoption guide those branches write.
-PENDING_PATHS = {"docs/adoption.md"}
 
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", re.S | re.M)
 _SPAN = re.compile(r"`([^`\n]+)`")
@@ -79,7 +74,7 @@ def _commands(text: str) -> list[str]:
 
 def unknown_options(text: str, parser: argparse.ArgumentParser) -> list[str]:
     """``(subcommand, option)`` pairs of ``text`` that the subcommand's parser does not accept
-    (less :data:`PENDING_OPTIONS`), as ``"check --xyz"`` strings; an option in prose, with no
+    as ``"check --xyz"`` strings; an option in prose, with no
     command to tie it to, must be accepted by some subcommand."""
     subs = _subparsers(parser)
     every = set().union(_options(parser), *(_options(p) for p in subs.values()))
@@ -93,13 +88,13 @@ def unknown_options(text: str, parser: argparse.ArgumentParser) -> list[str]:
             sub = words[0]
         else:
             continue
-        accepted = _options(subs[sub]) | PENDING_OPTIONS.get(sub, set())
+        accepted = _options(subs[sub])
         for w in words:
             opt = w.split("=", 1)[0]
             if _OPTION.fullmatch(opt) and opt not in accepted:
                 bad.append(f"{sub} {opt}")
     for opt in set(_OPTION.findall(text)):
-        if opt not in every and not any(opt in p for p in PENDING_OPTIONS.values()):
+        if opt not in every:
             bad.append(f"(any) {opt}")
     return sorted(set(bad))
 
@@ -114,7 +109,7 @@ def test_readme_names_only_paths_that_exist(readme):
     odd = [line for line in _FENCE.sub("", readme).splitlines() if line.count("`") % 2]
     assert odd == [], f"README.md lines with a code span cut by a line break: {odd}"
     paths = readme_paths(readme, _tracked_tops())
-    missing = [p for p in paths if p not in PENDING_PATHS and not (REPO / p).exists()]
+    missing = [p for p in paths if not (REPO / p).exists()]
     assert missing == [], f"README.md names paths that do not exist: {missing}"
     # the extraction sees links, backticks and code blocks
     assert {"docs/design.md", "docs/performance.md", "docs/real-findings.md", ".ci/run",
