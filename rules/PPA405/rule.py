@@ -85,6 +85,29 @@ class _Reads:
 
     def __init__(self, lists: frozenset, lines, source):
         self.lists, self.lines, self.source, self.out = lists, lines, source, []
+        self.binder: dict[str, object] = {}  # loop name -> the `for` statement that binds it
+        self.current = None  # the simple statement whose expressions are walked
+        self.conditional = 0  # inside an operand that may not be evaluated
+
+    def fix_at(self, var: str):
+        """``[row, col, indent]`` where a skip of the ids this rank does not own can go (the first
+        statement of the ``for`` loop that binds ``var``), when that changes nothing on a rank
+        where the read works: the read is in a plain statement of the loop's own body, evaluated
+        whenever that statement runs, and only plain statements (no branch, loop or exit) come
+        before it; ``None`` otherwise."""
+        ast = _ast()
+        loop = self.binder.get(var)
+        if loop is None or self.conditional or loop.orelse or self.current not in loop.body:
+            return None
+        first = loop.body[0]
+        if first.lineno == loop.lineno:
+            return None  # `for x in y: stmt` on one line
+        before = loop.body[:loop.body.index(self.current)]
+        if not all(isinstance(b, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)) for b in before):
+            return None
+        text = self.lines.lines[first.lineno - 1]
+        indent = text[:len(text) - len(text.lstrip())]
+        return [first.lineno, self.lines.col(first.lineno, first.col_offset), indent]
 
     def text(self, node) -> str:
         return self.source(node) or ""
@@ -108,7 +131,10 @@ class _Reads:
                 _bind(st.target, st.iter, inner)
                 if inner != env and _mentions_guard(self.text(st)):
                     inner = env  # the loop decides on what this rank owns somewhere
+                saved = dict(self.binder)
+                self.binder.update({k: st for k in inner if inner[k] is not env.get(k)})
                 self.stmts(st.body, inner)
+                self.binder = saved
                 self.stmts(st.orelse, env)
                 continue
             if isinstance(st, (ast.While, ast.With, ast.AsyncWith)):
@@ -118,9 +144,11 @@ class _Reads:
                 self.stmts(st.body, env)
                 self.stmts(getattr(st, "orelse", []), env)
                 continue
+            self.current = st
             for child in ast.iter_child_nodes(st):
                 if isinstance(child, ast.expr):
                     self.expr(child, env)
+            self.current = None
 
     def expr(self, node, env) -> None:
         ast = _ast()
@@ -132,8 +160,11 @@ class _Reads:
                     return  # filtered on what this rank owns
                 _bind(gen.target, gen.iter, inner)
             parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            saved = dict(self.binder)
+            self.binder.update({k: None for k in inner if inner[k] is not env.get(k)})
             for p in parts + [c for g in node.generators for c in g.ifs]:
                 self.expr(p, inner)
+            self.binder = saved
             return
         if isinstance(node, (ast.IfExp, ast.Lambda)) or (isinstance(node, ast.BoolOp) and _mentions_guard(self.text(node))):
             return  # a conditional read: what decides it is not read
@@ -144,14 +175,17 @@ class _Reads:
                     and isinstance(sub.slice, ast.Name) and sub.slice.id in env:
                 self.out.append((base[1], sub.slice.id, env[sub.slice.id], node.attr, node.lineno,
                                  self.lines.col(node.lineno, node.col_offset), node.end_lineno,
-                                 self.lines.col(node.end_lineno, node.end_col_offset)))
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.expr):
-                self.expr(child, env)
+                                 self.lines.col(node.end_lineno, node.end_col_offset), self.fix_at(sub.slice.id)))
+        for k, child in enumerate(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):
+            later = isinstance(node, ast.BoolOp) and k > 0
+            self.conditional += later
+            self.expr(child, env)
+            self.conditional -= later
 
 
 def _collect(tree, lines) -> list:
-    """``[[class, method, list attr, loop name, config list, attr, line, col, end_line, end_col]]``."""
+    """``[[class, method, list attr, loop name, config list, attr, line, col, end_line, end_col,
+    fix]]`` (``fix``: :meth:`_Reads.fix_at`)."""
     ast = _ast()
     out = []
 
@@ -171,7 +205,7 @@ def _collect(tree, lines) -> list:
                         if isinstance(t, ast.Tuple):
                             names = [c[1] for c in map(_chain, t.elts) if c and len(c) == 2 and c[0] == "self"]
                             rest = [n for n in names if n not in _RANGE]
-                            if len(names) == len(t.elts) == 3 and len(rest) == 1:
+                            if len(names) == len(t.elts) == 3 and len(rest) == 1 and set(names) - set(rest) == _RANGE:
                                 lists.add(rest[0])
         if not lists:
             continue
@@ -203,7 +237,17 @@ class ConfigLayerIdIndex(Rule):
 
         rf = ranks.RankFacts.of(ctx)
         out = []
-        for cls, method, lst, var, src, attr, line, col, end_line, end_col in facts:
+        fixed = set()  # one skip per loop: the loop's other reads are fixed by the same edit
+        for cls, method, lst, var, src, attr, line, col, end_line, end_col, at in facts:
+            fix = None
+            if at is not None and (at[0], at[1]) not in fixed:
+                fixed.add((at[0], at[1]))
+                unit = "\t" if "\t" in at[2] else "    "
+                fix = self.make_fix("safe", f"Skip the ids this rank does not own (`{var}` outside "
+                                            f"`[self.start_layer, self.end_layer)`)",
+                                    [self.replace((at[0], at[1], at[0], at[1]),
+                                                  f"if not self.start_layer <= {var} < self.end_layer:\n{at[2]}{unit}"
+                                                  f"continue  # another pipeline-parallel rank owns this layer\n{at[2]}")])
             message = (f"`self.{lst}[{var}].{attr}` in `{cls}.{method}`: `{var}` walks `{src}`, global layer ids, "
                        f"but `self.{lst}` comes from `make_layers`, whose slots outside "
                        f"`[start_layer, end_layer)` hold `PPMissingLayer`: AttributeError `{attr}` on every "
@@ -214,7 +258,7 @@ class ConfigLayerIdIndex(Rule):
                            "fails on any rank of a pipeline of size >= 2 that does not own one of the listed "
                            "layers (rank 0 for a late one, the last rank for an early one)"]
             out += rf.unless_refused(self.code, cls, [self.finding(
-                ctx, line, col, end_line, end_col, message, explanation,
+                ctx, line, col, end_line, end_col, message, explanation, fix=fix,
                 help=f"Skip the ids this rank does not own: `if not self.start_layer <= {var} < self.end_layer: "
                      f"continue` (or filter `{src}` to that range)",
                 witness={"ranks": f"every pipeline-parallel rank that does not own a layer of `{src}`",
@@ -226,5 +270,6 @@ RULE = ConfigLayerIdIndex(
     code="PPA405",
     name="config-layer-id-index",
     summary="a global layer id from a config list indexes a make_layers list",
-    version=1,
+    fix_applicability="safe",
+    version=2,
 )

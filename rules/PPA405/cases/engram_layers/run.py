@@ -18,10 +18,14 @@ def build_on_one_rank_model():
     EngramModel.prepare_engram(m)
 
 
+def rows_on_one_rank_model():
+    EngramModel.engram_rows(FixedEngramModel(CONFIG, prefix="model"))
+
+
 def build_fixed():
     m = FixedEngramModel(CONFIG, prefix="model")
     m.prepare_engram()
     m.first_layer_engram()
 
 
-PROBES = [build, build_on_one_rank_model, build_fixed]
+PROBES = [build, build_on_one_rank_model, rows_on_one_rank_model, build_fixed]

@@ -34,6 +34,15 @@ class EngramModel(nn.Module):
         # ruleid: PPA405
         return {layer_id: self.layers[layer_id].engram.embed for layer_id in sorted(self.config.engram_layer_ids)}
 
+    def engram_rows(self):
+        rows = []
+        for layer_id in self.config.engram_layer_ids:
+            if layer_id < 0:
+                break  # a skip here would go on past the break: no automatic fix
+            # ruleid: PPA405
+            rows.append(self.layers[layer_id].engram.embed)
+        return rows
+
 
 class FixedEngramModel(nn.Module):
     """The fix the review suggests: skip the slots another rank owns."""
