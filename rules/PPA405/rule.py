@@ -21,8 +21,10 @@ _GUARD_WORDS = ("start_layer", "end_layer", "PPMissingLayer", "isinstance", "has
 _PASS_THROUGH = frozenset({"sorted", "list", "set", "tuple", "reversed", "frozenset"})
 
 
-# a config attribute that names layers (`config.engram_layer_ids`, `hf_config.moe_layers`)
-_CONFIG_LAYERS = re.compile(rb"config\.[A-Za-z_]*layer")
+# a config attribute that names layers (`config.engram_layer_ids`, `hf_config.moe_layers`), not a
+# count (`num_hidden_layers`, `n_layer`) or a norm's epsilon (`layer_norm_eps`): what the prefilter
+# and the loop sources agree on
+_CONFIG_LAYERS = re.compile(rb"config\.(?!num_|n_|layer_norm)[A-Za-z_]*layer")
 
 
 def _ast():
@@ -48,7 +50,7 @@ def _config_list(node) -> str | None:
     """The text of ``node`` when it is an attribute of a model config naming layers
     (``config.engram_layer_ids``, ``self.config.moe_layer_ids``); ``None`` otherwise."""
     c = _chain(node)
-    if c is None or len(c) < 2 or "layer" not in c[-1].lower():
+    if c is None or len(c) < 2 or not _CONFIG_LAYERS.search(f"config.{c[-1]}".encode()):
         return None
     if not any(p == "config" or p.endswith("_config") for p in c[:-1]):
         return None

@@ -16,6 +16,8 @@ _ADDS = frozenset({"append", "extend", "add", "update", "insert", "appendleft", 
 # parallel_state.py) and `torch.distributed.get_rank() == 0`; vLLM lays ranks out as
 # (data, pipeline, tensor) with the tensor rank innermost, so global rank 0 is on the first stage
 _GLOBAL_FIRST = re.compile(r"^(\w+\.)*(is_global_first_rank\(\)|get_rank\(\) == 0)$")
+# their text: only the methods that hold one are read as readers (and only such files and classes)
+_GLOBAL_FIRST_TEXT = ("is_global_first_rank()", "get_rank() == 0")
 
 
 def _ast():
@@ -123,12 +125,18 @@ def _collect(tree, lines) -> list:
     another."""
     ast, ranks = _ast(), _ranks()
     out = []
+    def text(node) -> str:
+        return "".join(lines.lines[node.lineno - 1:node.end_lineno])
+
     for cls in (n for n in _fast_walk(tree) if isinstance(n, ast.ClassDef)):
+        if not any(t in text(cls) for t in _GLOBAL_FIRST_TEXT):
+            continue  # no reader gated on global rank 0 here
         puts: dict[str, list] = {}
         reads: dict[str, list] = {}
         for m in cls.body:
             if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
+            gated = any(t in text(m) for t in _GLOBAL_FIRST_TEXT)
             gates: list = []
             for st, guard in _guarded(m.body, ranks.TRUE, gates):
                 receivers = set()
@@ -137,7 +145,7 @@ def _collect(tree, lines) -> list:
                         puts.setdefault(attr, []).append((guard, node.lineno))
                         if isinstance(node, ast.Call):
                             receivers.add(id(node.func.value))
-                    elif id(node) not in receivers:
+                    elif gated and id(node) not in receivers:
                         reads.setdefault(attr, []).append((guard, m, list(gates), node))
         for attr, ps in puts.items():
             put_when = ranks.f_or(*(g for g, _ in ps))
@@ -159,13 +167,11 @@ def _collect(tree, lines) -> list:
 
 class RankMismatchedHandoff(Rule):
     def prefilter(self, data: bytes) -> bool:
-        return (b"is_last_rank" in data or b"is_first_rank" in data) and (
-            b"is_global_first_rank()" in data or b"get_rank() == 0" in data
-            or (b"is_last_rank" in data and b"is_first_rank" in data))
+        return b"is_last_rank" in data and any(t.encode() in data for t in _GLOBAL_FIRST_TEXT)
 
     def collect(self, tree, lines):
         text = "".join(lines.lines)
-        if "is_last_rank" not in text and "is_first_rank" not in text:
+        if "is_last_rank" not in text or not any(t in text for t in _GLOBAL_FIRST_TEXT):
             return None
         return _collect(tree, lines) or None
 
