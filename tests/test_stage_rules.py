@@ -101,7 +101,7 @@ def test_a_parent_branch_named_by_the_override_is_kept(tmp_path):
     from vllm.distributed import get_pp_group
 
 
-    class Base:
+    class TextForCausalLM:
         def load_weights(self, weights):
             params = dict(self.named_parameters())
             for name, w in weights:
@@ -110,10 +110,10 @@ def test_a_parent_branch_named_by_the_override_is_kept(tmp_path):
                 params[name].data = w
     '''
     child = '''
-    from .base import Base
+    from .base import TextForCausalLM
 
 
-    class Child(Base):
+    class ChildForCausalLM(TextForCausalLM):
         def load_weights(self, weights):
             params = dict(self.named_parameters())
             for name, w in weights:

@@ -5,12 +5,19 @@ branch does (see README.md)."""
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 # the methods whose overrides are judged: what the engine runs once per rank to build and load
 _METHODS = ("load_weights", "__init__")
 _RANK_WORDS = ("is_last_rank", "is_first_rank")
+# the classes judged: subclasses of a model class (the classes whose `load_weights` the loader
+# calls, or a backbone's): a base named `...ForCausalLM`, `...ForConditionalGeneration` or
+# `...Model`; the prefilter and the collector agree on it (a base list without parentheses)
+_MODEL_BASES = ("ForCausalLM", "ForConditionalGeneration", "Model")
+_MODEL_BASE_LINE = re.compile(rb"^[ \t]*class \w+\([^)]*?\w(ForCausalLM|ForConditionalGeneration|Model)\b", re.M)
 
 
 def _ast():
@@ -92,22 +99,31 @@ def _calls_parent(fn, name: str) -> bool:
     return False
 
 
+def _model_subclass(cls) -> bool:
+    """Whether ``cls``'s bases are plain names, one of them a model class (:data:`_MODEL_BASES`)."""
+    ast = _ast()
+    names = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", None) for b in cls.bases]
+    return all(names) and any(n.endswith(s) and len(n) > len(s) for n in names for s in _MODEL_BASES)
+
+
 def _collect(tree, lines) -> dict:
     """``{class: {method: [def line, col, end col, branch or None, tokens or None]}}``: ``branch``
     as :func:`_pp_branch`; ``tokens`` (:func:`_tokens`) when the method neither calls its parent's
     nor names a rank (a candidate for dropping the parent's branch); an ``__init__`` only when it
-    calls a base's ``__init__`` by name (``nn.Module.__init__(self)``), skipping its parent's.
+    calls a base's ``__init__`` by name (``nn.Module.__init__(self)``), skipping its parent's; only in
+    a model subclass (:func:`_model_subclass`).
     Empty when the module refuses pipeline parallelism (:func:`_refuses_pp`)."""
     ast = _ast()
     out = {}
     for cls in tree.body:
         if not isinstance(cls, ast.ClassDef):
             continue
+        judged = _model_subclass(cls)  # its overrides are judged; any class may be a parent
         rec = {}
         for m in cls.body:
             if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _METHODS:
                 text = "".join(lines.lines[m.lineno - 1:m.end_lineno])
-                own = not any(w in text for w in _RANK_WORDS) and not _calls_parent(m, m.name) and (
+                own = judged and not any(w in text for w in _RANK_WORDS) and not _calls_parent(m, m.name) and (
                     m.name != "__init__" or ".__init__(self" in text)  # an __init__ that skips its parent's
                 line_text = lines.lines[m.lineno - 1]
                 col = max(line_text.find(m.name), 0)
@@ -122,11 +138,12 @@ def _collect(tree, lines) -> dict:
 
 class OverrideDropsPPBranch(Rule):
     def prefilter(self, data: bytes) -> bool:
-        return b"def load_weights" in data or b".__init__(self" in data
+        return (b"def load_weights" in data or b".__init__(self" in data) and _MODEL_BASE_LINE.search(data) is not None
 
     def collect(self, tree, lines):
+        # runs on every parsed file: a parent needs a rank predicate, an override its method
         text = "".join(lines.lines)
-        if "def load_weights" not in text and ".__init__(self" not in text:
+        if not any(w in text for w in (*_RANK_WORDS, "def load_weights", ".__init__(self")):
             return None
         return _collect(tree, lines) or None
 
