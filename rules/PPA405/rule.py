@@ -32,6 +32,19 @@ def _ast():
 
     return ast
 
+def _classes(tree):
+    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
+    (no walk of the whole tree)."""
+    ast = _ast()
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+
 
 def _chain(node) -> list | None:
     """``["self", "config", "x"]`` for ``self.config.x``; ``None`` for other expressions."""
@@ -194,7 +207,7 @@ def _collect(tree, lines) -> list:
     def source(node):
         return "".join(lines.lines[node.lineno - 1:node.end_lineno])
 
-    for cls in (n for n in _fast_walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in _classes(tree):
         methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         lists = set()
         for m in methods:
@@ -227,7 +240,7 @@ class ConfigLayerIdIndex(Rule):
 
     def collect(self, tree, lines):
         text = "".join(lines.lines)
-        if "make_layers" not in text or "config" not in text:
+        if "make_layers" not in text or _CONFIG_LAYERS.search(text.encode()) is None:
             return None
         return _collect(tree, lines) or None
 

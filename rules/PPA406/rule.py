@@ -19,6 +19,19 @@ def _ast():
 
     return ast
 
+def _classes(tree):
+    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
+    (no walk of the whole tree)."""
+    ast = _ast()
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+
 
 def _stores(node) -> set:
     """The names ``node`` binds (assignments, loop targets, ``with ... as``, walrus)."""
@@ -120,7 +133,7 @@ def _collect(tree, lines) -> list:
         return "".join(lines.lines[node.lineno - 1:node.end_lineno])
 
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    for cls in (n for n in _fast_walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in _classes(tree):
         for fn in cls.body:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue

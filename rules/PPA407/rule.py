@@ -16,6 +16,19 @@ def _ast():
 
     return ast
 
+def _classes(tree):
+    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
+    (no walk of the whole tree)."""
+    ast = _ast()
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+
 
 def _ranks():
     from pp_attr_lint import ranks
@@ -84,7 +97,7 @@ def _collect(tree, lines) -> list:
     """``[[class, method, helper, model, line, col, end_line, end_col, raise line, types, env]]``."""
     ast, ranks = _ast(), _ranks()
     out = []
-    for cls in (n for n in _fast_walk(tree) if isinstance(n, ast.ClassDef)):
+    for cls in _classes(tree):
         methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
         helpers = {name: got for name, m in methods.items() if (got := _rejecter(m)) is not None}
         if not helpers:

@@ -131,7 +131,7 @@ def _collect(tree, lines) -> dict:
                                sorted(_tokens(m)) if own else None]
         if rec:
             out[cls.name] = rec
-    if out and _refuses_pp(tree):
+    if any(rec[4] is not None for r in out.values() for rec in r.values()) and _refuses_pp(tree):
         return {}
     return out
 
