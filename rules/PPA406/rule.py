@@ -125,7 +125,9 @@ def _is_none(node) -> bool:
 
 
 def _collect(tree, lines) -> list:
-    """``[[class, method, name, line, col, end_line, end_col, loop line, payload line]]``."""
+    """``[[class, method, name, line, col, end_line, end_col, loop line, payload line, layer class,
+    slot, given]]``: ``given`` as :func:`_taken_as_given` for a layer class of this module, ``None``
+    when the class is elsewhere (or not known), read then by the check."""
     ast = _ast()
     out = []
 
@@ -174,8 +176,8 @@ def _collect(tree, lines) -> list:
 
 class StageCarriedValue(Rule):
     def prefilter(self, data: bytes) -> bool:
-        return b"start_layer" in data and b"= None" in data and (b"IntermediateTensors(" in data
-                                                                  or b"PPProxyTensors(" in data)
+        return b"start_layer" in data and b"None" in data and (b"IntermediateTensors(" in data
+                                                                or b"PPProxyTensors(" in data)
 
     def collect(self, tree, lines):
         text = "".join(lines.lines)

@@ -137,7 +137,7 @@ def _collect(tree, lines) -> list:
 
 class RunnerUnpacksIntermediate(Rule):
     def prefilter(self, data: bytes) -> bool:
-        return b"is_last_rank" in data and b"isinstance(" in data and b"raise " in data \
+        return b"is_last_rank" in data and b"isinstance(" in data and b"raise" in data \
             and (b"IntermediateTensors" in data or b"PPProxyTensors" in data)
 
     def collect(self, tree, lines):
