@@ -2,8 +2,9 @@
 look-alikes in ``../shared/cases`` (a folder beside the checkout, absent on a user's clone).
 
 Each case is linted as its ``check.py`` does (``check --no-cache --output-format json CASE``) and
-compared with the case's line of ``EXPECTED``: every expected finding (one of its ``|``
-alternatives) is reported and nothing else is.
+compared with the case's line of ``EXPECTED`` (or of a later batch's ``EXPECTED-contract``,
+``EXPECTED-stage``): every expected finding (one of its ``|`` alternatives) is reported and
+nothing else is.
 """
 
 from __future__ import annotations
@@ -18,15 +19,20 @@ from helpers import REPO, run_cli
 SHARED = Path(os.environ.get("PP_ATTR_LINT_SHARED_CASES", REPO.parent / "shared" / "cases"))
 
 
+BATCHES = ("EXPECTED", "EXPECTED-contract", "EXPECTED-stage")
+
+
 def _expected() -> list[tuple[str, list[set[str]]]]:
-    if not (SHARED / "EXPECTED").is_file():
-        return []
     out = []
-    for line in (SHARED / "EXPECTED").read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
+    for batch in BATCHES:
+        if not (SHARED / batch).is_file():
             continue
-        case, _, want = line.partition(":")
-        out.append((case.strip(), [{g.strip() for g in item.split("|")} for item in want.split(";") if item.strip()]))
+        for line in (SHARED / batch).read_text(encoding="utf-8").splitlines():
+            if not line.strip() or line.startswith("#"):
+                continue
+            case, _, want = line.partition(":")
+            out.append((case.strip(), [{g.strip() for g in item.split("|")} for item in want.split(";")
+                                       if item.strip()]))
     return out
 
 

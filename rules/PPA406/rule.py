@@ -1,0 +1,250 @@
+"""PPA406 stage-carried-value: a value threaded from layer to layer through the loop over this
+rank's layers is restarted (``topk_indices = None``) on every rank, and the pipeline-parallel
+payload (``IntermediateTensors`` / ``PPProxyTensors``) does not carry it: the first layer of every
+stage after the first gets the restart value instead of the previous layer's (see README.md)."""
+
+from __future__ import annotations
+
+from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import fast_walk as _fast_walk
+
+_PAYLOADS = ("IntermediateTensors", "PPProxyTensors")
+# the loop over this rank's layers names one of these (`range(self.start_layer, self.end_layer)`,
+# `islice(self.layers, self.start_layer, self.end_layer)`, `self.layers[self.start_layer:...]`)
+_RANGE = ("start_layer", "end_layer")
+
+
+def _ast():
+    import ast
+
+    return ast
+
+def _classes(tree):
+    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
+    (no walk of the whole tree)."""
+    ast = _ast()
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+
+
+def _stores(node) -> set:
+    """The names ``node`` binds (assignments, loop targets, ``with ... as``, walrus)."""
+    ast = _ast()
+    return {n.id for n in _fast_walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+
+def _carried(loop) -> list:
+    """``[(name, call)]``: the names a statement of ``loop``'s body assigns from a call (a tuple
+    target ``h, r, name = layer(...)``, or ``name = layer(...)``) that also takes the name as an
+    argument: the value one layer hands the next."""
+    ast = _ast()
+    out = []
+    for st in _fast_walk(loop):
+        if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)):
+            continue
+        targets = {e.id for t in st.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
+                   if isinstance(e, ast.Name)}
+        args = [(k, a) for k, a in enumerate(st.value.args)] + [(k.arg, k.value) for k in st.value.keywords]
+        for slot, a in args:
+            if isinstance(a, ast.Name) and a.id in targets and not any(isinstance(x, ast.Starred) for x in st.value.args):
+                out.append((a.id, slot))
+    return out
+
+
+def _layer_class(cls, attr_names=("layers",)) -> str | None:
+    """The class name a ``make_layers`` call of ``cls`` builds its layers with (``lambda prefix:
+    DecoderLayer(...)``); ``None`` when not one plain class call."""
+    ast = _ast()
+    for n in _fast_walk(cls):
+        if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) == "make_layers" \
+                and len(n.args) >= 2 and isinstance(n.args[1], ast.Lambda) and isinstance(n.args[1].body, ast.Call):
+            f = n.args[1].body.func
+            return f.id if isinstance(f, ast.Name) else None
+    return None
+
+
+def _taken_as_given(layer, slot) -> bool | None:
+    """Whether ``layer``'s ``forward`` uses the parameter at ``slot`` (a position after ``self`` or
+    a keyword) as it comes: it never tests it (``is None``, truth) and never rebinds it.  ``None``
+    when it has no such parameter or no ``forward``."""
+    ast = _ast()
+    fwd = next((m for m in layer.body if isinstance(m, ast.FunctionDef) and m.name == "forward"), None)
+    if fwd is None:
+        return None
+    params = [a.arg for a in fwd.args.posonlyargs + fwd.args.args][1:]
+    names = params + [a.arg for a in fwd.args.kwonlyargs]
+    name = params[slot] if isinstance(slot, int) and slot < len(params) else slot if slot in names else None
+    if name is None:
+        return None
+    for n in _fast_walk(fwd):
+        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
+            return False  # rebound: what comes in may not matter
+        tests = [n.test] if isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Assert)) else \
+            n.values if isinstance(n, ast.BoolOp) else [n.operand] if isinstance(n, ast.UnaryOp) else \
+            [n.left, *n.comparators] if isinstance(n, ast.Compare) else []
+        if any(isinstance(t, ast.Name) and t.id == name for t in tests):
+            return False  # tested: a missing value has its own path
+    return True
+
+
+def _flat(body):
+    """The statements of ``body``, with the bodies of ``with`` blocks in their place (they run
+    once, on every rank that reaches them)."""
+    ast = _ast()
+    for st in body:
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            yield from _flat(st.body)
+        else:
+            yield st
+
+
+def _before_payload(body, loop, payloads) -> set:
+    """The names read after ``loop`` by the statements up to (and with) the one that builds the
+    payload: a value folded into what is sent (``hidden_states + prefix_delta``)."""
+    ast = _ast()
+    flat = list(_flat(body))
+    last = max(p.lineno for p in payloads)
+    out = set()
+    for st in flat[flat.index(loop) + 1:]:
+        if st.lineno > last:
+            break
+        reads = {n.id for n in _fast_walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        out |= reads
+    return out
+
+
+def _is_none(node) -> bool:
+    ast = _ast()
+    return isinstance(node, ast.Constant) and node.value is None
+
+
+def _collect(tree, lines) -> list:
+    """``[[class, method, name, line, col, end_line, end_col, loop line, payload line, layer class,
+    slot, given]]``: ``given`` as :func:`_taken_as_given` for a layer class of this module, ``None``
+    when the class is elsewhere (or not known), read then by the check."""
+    ast = _ast()
+    out = []
+
+    def text(node) -> str:
+        return "".join(lines.lines[node.lineno - 1:node.end_lineno])
+
+    classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+    for cls in _classes(tree):
+        for fn in cls.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            body_text = text(fn)
+            if not any(p in body_text for p in _PAYLOADS) or "start_layer" not in body_text:
+                continue
+            payloads = [n for n in _fast_walk(fn) if isinstance(n, ast.Call)
+                        and getattr(n.func, "id", getattr(n.func, "attr", None)) in _PAYLOADS]
+            strings = {n.value for n in _fast_walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            if not payloads:
+                continue
+            # only the method's own top-level statements: a restart there runs on every rank
+            restarts: dict[str, ast.Assign] = {}
+            for st in _flat(fn.body):
+                if isinstance(st, (ast.For, ast.AsyncFor)) and any(w in text(st.iter) for w in _RANGE):
+                    after = _before_payload(fn.body, st, payloads)
+                    for name, slot in _carried(st):
+                        first = restarts.get(name)
+                        if first is None or name in strings or name in after:
+                            continue  # never restarted here, named by the payload or a read, or folded in
+                        layer = _layer_class(cls)
+                        given = _taken_as_given(classes[layer], slot) if layer in classes else None
+                        if given is False:
+                            continue  # the layer tests or replaces what it gets
+                        out.append([cls.name, fn.name, name, first.lineno,
+                                    lines.col(first.lineno, first.col_offset), first.end_lineno,
+                                    lines.col(first.end_lineno, first.end_col_offset), st.lineno,
+                                    payloads[0].lineno, layer, slot, given])
+                        restarts.pop(name)
+                    continue
+                for name in _stores(st):
+                    restarts.pop(name, None)  # set again, maybe from what the rank received
+                if isinstance(st, ast.Assign) and _is_none(st.value) and len(st.targets) == 1 \
+                        and isinstance(st.targets[0], ast.Name):
+                    restarts[st.targets[0].id] = st
+    return out
+
+
+class StageCarriedValue(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        return b"start_layer" in data and b"None" in data and (b"IntermediateTensors(" in data
+                                                                or b"PPProxyTensors(" in data)
+
+    def collect(self, tree, lines):
+        text = "".join(lines.lines)
+        if "start_layer" not in text or not any(p + "(" in text for p in _PAYLOADS):
+            return None
+        return _collect(tree, lines) or None
+
+    def check(self, ctx):
+        facts = ctx.facts(self.code)
+        if not facts:
+            return []
+        from pp_attr_lint import ranks
+
+        rf = ranks.RankFacts.of(ctx)
+        out = []
+        for cls, method, name, line, col, end_line, end_col, loop, payload, layer, slot, given in facts:
+            if given is None:
+                given = self._given_elsewhere(ctx, rf, layer, slot)
+                if given is False:
+                    continue
+                if given is None:
+                    from pp_attr_lint.model import NotJudged
+
+                    out.append(NotJudged(code=self.code, reason="receiver-unresolved", path=ctx.file.path, row=line,
+                                         column=col + 1, detail=f"whether the layers of `{cls}` use `{name}` as "
+                                         f"they get it (their class{f' `{layer}`' if layer else ''} is not read)"))
+                    continue
+            message = (f"`{name}` is carried from layer to layer by the loop over this rank's layers (line {loop}) "
+                       f"and restarted as `None` here on every rank, but the pipeline-parallel payload (line "
+                       f"{payload}) does not carry it: the first layer of every stage after the first gets `None` "
+                       f"where a single-rank run hands it the previous layer's `{name}`.")
+            explanation = [f"in `{cls}.{method}`, a layer call of the loop at line {loop} takes `{name}` and "
+                           f"returns the next `{name}`",
+                           f"no key `\"{name}\"` is sent or read in `{method}`: the value stops at the stage "
+                           f"boundary",
+                           f"{ranks.rank_words({'@first': False, '@last': True})}, and every middle rank, starts "
+                           f"its first layer from `None`"]
+            out += rf.unless_refused(self.code, cls, [self.finding(
+                ctx, line, col, end_line, end_col, message, explanation,
+                help=f"Send `{name}` in the payload when the next stage needs it, and on ranks that are not first "
+                     f"start the loop from the received value (`pp_proxy_tensors.tensors.get(\"{name}\")`)",
+                witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})])
+        return out
+
+    @staticmethod
+    def _given_elsewhere(ctx, rf, layer, slot):
+        """:func:`_taken_as_given` for a layer class defined in another module of the tree; ``None``
+        when it cannot be found there."""
+        if layer is None:
+            return None
+        try:
+            sym = ctx.resolver.resolve_dotted(ctx.module, layer)
+        except Exception:  # noqa: BLE001  (not resolved: not judged)
+            return None
+        if sym is None or sym[0] != "class":
+            return None
+        for _path, module, tree, _lines in rf.tree_files(f"class {sym[2]}".encode()) or ():
+            if module == sym[1]:
+                ast = _ast()
+                node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == sym[2]), None)
+                return None if node is None else _taken_as_given(node, slot)
+        return None
+
+
+RULE = StageCarriedValue(
+    code="PPA406",
+    name="stage-carried-value",
+    summary="a value carried through the layer loop does not cross the pipeline stage boundary",
+    version=1,
+)

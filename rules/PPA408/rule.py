@@ -1,0 +1,216 @@
+"""PPA408 rank-mismatched-handoff: a class fills an attribute only on one pipeline-parallel rank
+and reads it only on another (events collected on the last stage, reported under global rank 0):
+under pipeline parallelism each rank's object sees only its own writes, so the reader never gets
+what the writer produced (see README.md)."""
+
+from __future__ import annotations
+
+import re
+
+from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import fast_walk as _fast_walk
+
+# calls that add to a container
+_ADDS = frozenset({"append", "extend", "add", "update", "insert", "appendleft", "put", "setdefault"})
+# tests true only on global rank 0: vLLM's `is_global_first_rank()` (vllm/distributed/
+# parallel_state.py) and `torch.distributed.get_rank() == 0`; vLLM lays ranks out as
+# (data, pipeline, tensor) with the tensor rank innermost, so global rank 0 is on the first stage
+_GLOBAL_FIRST = re.compile(r"^(\w+\.)*(is_global_first_rank\(\)|get_rank\(\) == 0)$")
+# their text: only the methods that hold one are read as readers (and only such files and classes)
+_GLOBAL_FIRST_TEXT = ("is_global_first_rank()", "get_rank() == 0")
+
+
+def _ast():
+    import ast
+
+    return ast
+
+def _classes(tree):
+    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
+    (no walk of the whole tree)."""
+    ast = _ast()
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+
+
+def _ranks():
+    from pp_attr_lint import ranks
+
+    return ranks
+
+
+def _formula(test):
+    """:func:`pp_attr_lint.ranks.formula` of ``test`` with the global-rank-0 tests read as the
+    first rank (global rank 0 is always on it)."""
+    ranks = _ranks()
+
+    def sub(f):
+        if f[0] == "a":
+            return ranks.FIRST if _GLOBAL_FIRST.match(f[1]) else f
+        if f[0] == "not":
+            return ranks.f_not(sub(f[1]))
+        if f[0] in ("and", "or"):
+            return (ranks.f_and if f[0] == "and" else ranks.f_or)(*(sub(g) for g in f[1]))
+        return f
+
+    return sub(ranks.formula(test))
+
+
+def _guarded(body, guard, gates):
+    """``(statement, guard)`` for the statements of ``body`` and the blocks inside them (the tests
+    of the enclosing ``if``s and of earlier ``if ...: return`` of the same blocks); ``gates`` gets
+    each such early-exit ``if`` that names a rank."""
+    ast, ranks = _ast(), _ranks()
+    for st in body:
+        yield st, guard
+        if isinstance(st, ast.If):
+            t = _formula(st.test)
+            yield from _guarded(st.body, ranks.f_and(guard, t), gates)
+            yield from _guarded(st.orelse, ranks.f_and(guard, ranks.f_not(t)), gates)
+            if st.body and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)) and not st.orelse:
+                guard = ranks.f_and(guard, ranks.f_not(t))
+                if ranks.rank_atoms(t):
+                    gates.append(st)
+        elif isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+            for block in (st.body, getattr(st, "orelse", []), getattr(st, "finalbody", [])):
+                yield from _guarded(block, guard, gates)
+
+
+def _self_attr(node) -> str | None:
+    ast = _ast()
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self":
+        return node.attr
+    return None
+
+
+def _empty(node) -> bool:
+    ast = _ast()
+    if isinstance(node, ast.Constant):
+        return not node.value
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return not node.elts
+    if isinstance(node, ast.Dict):
+        return not node.keys
+    return isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("list", "dict", "set", "deque") \
+        and not node.args and not node.keywords
+
+
+def _events(st, method: str):
+    """``("put" | "read", attr, node)`` of one statement's own expressions (not its blocks)."""
+    ast = _ast()
+    if isinstance(st, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target]
+        for t in targets:
+            pairs = list(zip(t.elts, st.value.elts)) if isinstance(t, ast.Tuple) and isinstance(st.value, ast.Tuple) \
+                and len(t.elts) == len(st.value.elts) else [(t, st.value)]
+            for target, value in pairs:
+                if isinstance(target, ast.Subscript) and _self_attr(target.value):
+                    yield "put", _self_attr(target.value), target
+                elif _self_attr(target) and (isinstance(st, ast.AugAssign) or (
+                        method != "__init__" and value is not None and not _empty(value))):
+                    yield "put", _self_attr(target), target
+    if isinstance(st, (ast.If, ast.While)):
+        exprs = [st.test]
+    elif isinstance(st, (ast.For, ast.AsyncFor)):
+        exprs = [st.iter]
+    elif isinstance(st, (ast.With, ast.AsyncWith, ast.Try, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        exprs = []
+    else:
+        exprs = [c for c in ast.iter_child_nodes(st) if isinstance(c, ast.expr)]
+    for e in exprs:
+        for n in _fast_walk(e):
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _ADDS \
+                    and _self_attr(n.func.value):
+                yield "put", _self_attr(n.func.value), n
+            elif isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load) and _self_attr(n):
+                yield "read", n.attr, n
+
+
+def _collect(tree, lines) -> list:
+    """``[[class, attr, reader method, gate line, col, end_line, end_col, reader guard, writer
+    guard, writer line]]`` for each attribute put only under one rank and read only under
+    another."""
+    ast, ranks = _ast(), _ranks()
+    out = []
+    def text(node) -> str:
+        return "".join(lines.lines[node.lineno - 1:node.end_lineno])
+
+    for cls in _classes(tree):
+        if not any(t in text(cls) for t in _GLOBAL_FIRST_TEXT):
+            continue  # no reader gated on global rank 0 here
+        puts: dict[str, list] = {}
+        reads: dict[str, list] = {}
+        for m in cls.body:
+            if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            gated = any(t in text(m) for t in _GLOBAL_FIRST_TEXT)
+            gates: list = []
+            for st, guard in _guarded(m.body, ranks.TRUE, gates):
+                receivers = set()
+                for kind, attr, node in _events(st, m.name):
+                    if kind == "put":
+                        puts.setdefault(attr, []).append((guard, node.lineno))
+                        if isinstance(node, ast.Call):
+                            receivers.add(id(node.func.value))
+                    elif gated and id(node) not in receivers:
+                        reads.setdefault(attr, []).append((guard, m, list(gates), node))
+        for attr, ps in puts.items():
+            put_when = ranks.f_or(*(g for g, _ in ps))
+            if not ranks.rank_atoms(put_when) or ranks.satisfying(put_when) is None:
+                continue
+            for guard, m, gates, node in reads.get(attr, ()):
+                if not ranks.rank_atoms(guard) or ranks.satisfying(guard) is None:
+                    continue
+                if ranks.satisfying(ranks.f_and(guard, put_when)) is not None:
+                    continue  # some rank both fills and reads it
+                at = next((g for g in gates if ranks.rank_atoms(_formula(g.test))), node)
+                at_node = at.test if isinstance(at, ast.If) else at
+                out.append([cls.name, attr, m.name, at.lineno, lines.col(at_node.lineno, at_node.col_offset),
+                            at_node.end_lineno, lines.col(at_node.end_lineno, at_node.end_col_offset),
+                            ranks.describe(guard), ranks.describe(put_when), ps[0][1], node.lineno])
+                break
+    return out
+
+
+class RankMismatchedHandoff(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        return (b"is_last_rank" in data or b"is_first_rank" in data) and any(t.encode() in data for t in _GLOBAL_FIRST_TEXT)
+
+    def collect(self, tree, lines):
+        text = "".join(lines.lines)
+        if ("is_last_rank" not in text and "is_first_rank" not in text) or not any(t in text for t in _GLOBAL_FIRST_TEXT):
+            return None
+        return _collect(tree, lines) or None
+
+    def check(self, ctx):
+        out = []
+        for cls, attr, method, line, col, end_line, end_col, read_when, put_when, put_line, read_line \
+                in ctx.facts(self.code) or ():
+            message = (f"`self.{attr}` of `{cls}` is filled only when {put_when} (line {put_line}) and read in "
+                       f"`{method}` only when {read_when} (line {read_line}): no pipeline-parallel rank does both, "
+                       f"and each rank's object sees only its own writes, so under pipeline parallelism the reader "
+                       f"never gets what the writer produced.")
+            explanation = [f"every write of `self.{attr}` that adds to it runs when {put_when}",
+                           f"this gate makes `{method}` read it only when {read_when}",
+                           "no rank satisfies both with pipeline_parallel_size >= 2 (the first and the last rank "
+                           "differ; global rank 0 is on the first stage)"]
+            out.append(self.finding(
+                ctx, line, col, end_line, end_col, message, explanation,
+                help=f"Gate the reader on the rank that fills `self.{attr}` (the last stage's first tensor-parallel "
+                     f"rank for what the last stage collects), or fill it where it is read",
+                witness={"ranks": "every pipeline-parallel rank (pipeline_parallel_size >= 2)", "config": {}}))
+        return out
+
+
+RULE = RankMismatchedHandoff(
+    code="PPA408",
+    name="rank-mismatched-handoff",
+    summary="an attribute is filled on one pipeline-parallel rank and read only on another",
+    version=1,
+)

@@ -1,0 +1,131 @@
+"""The stage-boundary and runner rules (PPA405 to PPA409) on variants their cases do not hold:
+what they cannot read is listed as not judged, and what changes the verdict is read from the code
+it is in (another module, the layer class, the parent's branch)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from helpers import REPO, run_cli
+
+STUBS = REPO / "fixtures" / "ppstub"
+
+CARRIED_MODEL = '''
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import make_layers
+from vllm.sequence import IntermediateTensors
+{layer_import}
+
+
+class Model:
+    def __init__(self, config):
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, {layer_fn}, prefix="layers")
+
+    def forward(self, positions, intermediate_tensors=None):
+        hidden_states = positions if get_pp_group().is_first_rank else intermediate_tensors["hidden_states"]
+        topk_indices = None
+        for i in range(self.start_layer, self.end_layer):
+            hidden_states, topk_indices = self.layers[i](positions, hidden_states, topk_indices)
+        if not get_pp_group().is_last_rank:
+            return IntermediateTensors({{"hidden_states": hidden_states}})
+        return hidden_states
+'''
+
+LAYERS = '''
+class Layer:
+    def __init__(self, prefix=""):
+        self.prefix = prefix
+
+    def forward(self, positions, hidden_states, prev_topk_indices):
+        {body}
+        return hidden_states, prev_topk_indices
+'''
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip())
+    return root
+
+
+def _check(root: Path, path: str = "."):
+    r = run_cli("check", path, "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA406", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    return r
+
+
+def test_a_layer_class_that_cannot_be_read_is_not_judged(tmp_path):
+    """Layers built by a factory function: whether they take the carried value as it comes is not
+    read, so the restart is listed as not judged (not reported, not passed)."""
+    root = _write(tmp_path, {
+        "pkg/__init__.py": "",
+        "pkg/layers.py": "def build_layer(prefix):\n    return None\n",
+        "pkg/model.py": CARRIED_MODEL.format(layer_import="from .layers import build_layer",
+                                             layer_fn="build_layer"),
+    })
+    r = _check(root)
+    assert r.json() == []
+    nj = r.not_judged()
+    assert [(Path(d["filename"]).name, d["location"]["row"], d["rule"], d["reason"]) for d in nj] == [
+        ("model.py", 14, "PPA406", "receiver-unresolved")], nj
+    assert "topk_indices" in nj[0]["detail"]
+
+
+def test_the_layer_class_in_another_module_decides(tmp_path):
+    """The layer class is read from the module it is defined in: a layer that tests the value (a
+    missing one has its own path) silences the restart; one that uses it as it comes does not."""
+    files = {"pkg/__init__.py": "",
+             "pkg/model.py": CARRIED_MODEL.format(layer_import="from .layers import Layer",
+                                                  layer_fn="lambda prefix: Layer(prefix=prefix)")}
+    tested = _write(tmp_path / "tested", {**files, "pkg/layers.py": LAYERS.format(
+        body="if prev_topk_indices is None:\n            prev_topk_indices = []")})
+    r = _check(tested)
+    assert r.json() == [] and r.not_judged() == [], r.stdout
+    used = _write(tmp_path / "used", {**files, "pkg/layers.py": LAYERS.format(body="prev_topk_indices.copy()")})
+    r = _check(used)
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 14)], r.stdout
+    # the same verdict when the model file is named alone
+    r = _check(used, "pkg/model.py")
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 14)], r.stdout
+
+
+def test_a_parent_branch_named_by_the_override_is_kept(tmp_path):
+    """PPA409: an override that names what the parent's rank branch is about (its test's keys)
+    does that work its own way; one that names none of it is reported."""
+    parent = '''
+    from vllm.distributed import get_pp_group
+
+
+    class TextForCausalLM:
+        def load_weights(self, weights):
+            params = dict(self.named_parameters())
+            for name, w in weights:
+                if get_pp_group().is_last_rank and name == "model.embed_tokens.weight":
+                    params["lm_head.weight"].data = w
+                params[name].data = w
+    '''
+    child = '''
+    from .base import TextForCausalLM
+
+
+    class ChildForCausalLM(TextForCausalLM):
+        def load_weights(self, weights):
+            params = dict(self.named_parameters())
+            for name, w in weights:
+                {extra}params[name].data = w
+    '''
+    keeps = _write(tmp_path / "keeps", {"pkg/__init__.py": "", "pkg/base.py": parent, "pkg/child.py": child.format(
+        extra='if name == "model.embed_tokens.weight" and "lm_head.weight" in params:\n'
+              '                    params["lm_head.weight"].data = w\n                ')})
+    drops = _write(tmp_path / "drops", {"pkg/__init__.py": "", "pkg/base.py": parent,
+                                        "pkg/child.py": child.format(extra="")})
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA409")
+    r = run_cli(*args, cwd=keeps)
+    assert r.rc == 0 and r.json() == [], r.stdout
+    r = run_cli(*args, cwd=drops)
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("child.py", 5)], r.stdout
