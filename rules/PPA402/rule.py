@@ -391,11 +391,10 @@ class UnownedParameterLoad(Rule):
         facts = ctx.facts(self.code)
         if not facts or not facts["lookups"]:
             return []
-        from pp_attr_lint.semantic import model as ranks  # ranks.RankFacts
-
         from pp_attr_lint.resolve import Unresolved
+        from pp_attr_lint.semantic.model import RankFacts
 
-        rf = ranks.RankFacts.of(ctx)
+        rf = RankFacts.of(ctx)
         try:
             if not rf.module_runs_under_pp(ctx.module):
                 return []  # a registered model that does not support pipeline parallelism

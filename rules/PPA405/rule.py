@@ -248,9 +248,9 @@ class ConfigLayerIdIndex(Rule):
         facts = ctx.facts(self.code)
         if not facts:
             return []
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic.model import RankFacts
 
-        rf = ranks.RankFacts.of(ctx)
+        rf = RankFacts.of(ctx)
         out = []
         fixed = set()  # one skip per loop: the loop's other reads are fixed by the same edit
         for cls, method, lst, var, src, attr, line, col, end_line, end_col, at in facts:

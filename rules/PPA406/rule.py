@@ -189,9 +189,10 @@ class StageCarriedValue(Rule):
         facts = ctx.facts(self.code)
         if not facts:
             return []
-        from pp_attr_lint import ranks
+        from pp_attr_lint.semantic import guards
+        from pp_attr_lint.semantic.model import RankFacts
 
-        rf = ranks.RankFacts.of(ctx)
+        rf = RankFacts.of(ctx)
         out = []
         for cls, method, name, line, col, end_line, end_col, loop, payload, layer, slot, given in facts:
             if given is None:
@@ -213,7 +214,7 @@ class StageCarriedValue(Rule):
                            f"returns the next `{name}`",
                            f"no key `\"{name}\"` is sent or read in `{method}`: the value stops at the stage "
                            f"boundary",
-                           f"{ranks.rank_words({'@first': False, '@last': True})}, and every middle rank, starts "
+                           f"{guards.rank_words({'@first': False, '@last': True})}, and every middle rank, starts "
                            f"its first layer from `None`"]
             out += rf.unless_refused(self.code, cls, [self.finding(
                 ctx, line, col, end_line, end_col, message, explanation,

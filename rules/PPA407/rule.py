@@ -30,25 +30,25 @@ def _classes(tree):
             todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
 
 
-def _ranks():
-    from pp_attr_lint import ranks
+def _guards():
+    from pp_attr_lint.semantic import guards
 
-    return ranks
+    return guards
 
 
 def _guarded(body, guard):
     """``(statement, guard)`` for the statements of ``body`` and the blocks inside them: the guard
     of the enclosing ``if``s and of earlier ``if ...: return`` (``raise``, ``continue``,
-    ``break``) of the same blocks, as :func:`pp_attr_lint.ranks.formula` reads tests."""
-    ast, ranks = _ast(), _ranks()
+    ``break``) of the same blocks, as :func:`pp_attr_lint.guards.formula` reads tests."""
+    ast, guards = _ast(), _guards()
     for st in body:
         yield st, guard
         if isinstance(st, ast.If):
-            t = ranks.formula(st.test)
-            yield from _guarded(st.body, ranks.f_and(guard, t))
-            yield from _guarded(st.orelse, ranks.f_and(guard, ranks.f_not(t)))
+            t = guards.formula(st.test)
+            yield from _guarded(st.body, guards.f_and(guard, t))
+            yield from _guarded(st.orelse, guards.f_and(guard, guards.f_not(t)))
             if st.body and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)) and not st.orelse:
-                guard = ranks.f_and(guard, ranks.f_not(t))
+                guard = guards.f_and(guard, guards.f_not(t))
         elif isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
             for block in (st.body, getattr(st, "orelse", []), getattr(st, "finalbody", [])):
                 yield from _guarded(block, guard)
@@ -95,7 +95,7 @@ def _model_call(value) -> str | None:
 
 def _collect(tree, lines) -> list:
     """``[[class, method, helper, model, line, col, end_line, end_col, raise line, types, env]]``."""
-    ast, ranks = _ast(), _ranks()
+    ast, guards = _ast(), _guards()
     out = []
     for cls in _classes(tree):
         methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -107,7 +107,7 @@ def _collect(tree, lines) -> list:
             if "is_last_rank" not in text or not any(f"self.{h}(" in text for h in helpers):
                 continue
             outputs: dict[str, str] = {}  # local name -> the model it holds the output of
-            for st, guard in _guarded(m.body, ranks.TRUE):
+            for st, guard in _guarded(m.body, guards.TRUE):
                 if isinstance(st, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
                     continue  # their blocks come as statements of their own
                 for n in _fast_walk(st):
@@ -116,7 +116,7 @@ def _collect(tree, lines) -> list:
                             and n.func.attr in helpers and n.args and isinstance(n.args[0], ast.Name)
                             and n.args[0].id in outputs):
                         continue
-                    env = ranks.satisfying(ranks.f_and(guard, ranks.f_not(ranks.LAST)))
+                    env = guards.satisfying(guards.f_and(guard, guards.f_not(guards.LAST)))
                     if env is None:
                         continue  # only the last rank gets here
                     p, types, raise_line = helpers[n.func.attr]
@@ -147,11 +147,11 @@ class RunnerUnpacksIntermediate(Rule):
         return _collect(tree, lines) or None
 
     def check(self, ctx):
-        ranks = _ranks()
+        guards = _guards()
         out = []
         for cls, method, helper, model, line, col, end_line, end_col, at, types, env in ctx.facts(self.code) or ():
             accepted = " or ".join(f"`{t}`" for t in types)
-            where = ranks.rank_words(env)
+            where = guards.rank_words(env)
             message = (f"`{cls}.{method}` hands what `{model}` returned to `self.{helper}()`, which accepts only "
                        f"{accepted} and raises for anything else (line {at}), on a path that {where} takes: "
                        f"there the model returns `IntermediateTensors`, and the runner raises before it hands "
@@ -163,7 +163,7 @@ class RunnerUnpacksIntermediate(Rule):
                 ctx, line, col, end_line, end_col, message, explanation,
                 help="Hand a non-last rank's `IntermediateTensors` on before unpacking: put the `if not "
                      "get_pp_group().is_last_rank: return ...` branch above this call",
-                witness=ranks.witness(env, where)))
+                witness=guards.witness(env, where)))
         return out
 
 

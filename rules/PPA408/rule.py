@@ -39,43 +39,43 @@ def _classes(tree):
             todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
 
 
-def _ranks():
-    from pp_attr_lint import ranks
+def _guards():
+    from pp_attr_lint.semantic import guards
 
-    return ranks
+    return guards
 
 
 def _formula(test):
-    """:func:`pp_attr_lint.ranks.formula` of ``test`` with the global-rank-0 tests read as the
+    """:func:`pp_attr_lint.guards.formula` of ``test`` with the global-rank-0 tests read as the
     first rank (global rank 0 is always on it)."""
-    ranks = _ranks()
+    guards = _guards()
 
     def sub(f):
         if f[0] == "a":
-            return ranks.FIRST if _GLOBAL_FIRST.match(f[1]) else f
+            return guards.FIRST if _GLOBAL_FIRST.match(f[1]) else f
         if f[0] == "not":
-            return ranks.f_not(sub(f[1]))
+            return guards.f_not(sub(f[1]))
         if f[0] in ("and", "or"):
-            return (ranks.f_and if f[0] == "and" else ranks.f_or)(*(sub(g) for g in f[1]))
+            return (guards.f_and if f[0] == "and" else guards.f_or)(*(sub(g) for g in f[1]))
         return f
 
-    return sub(ranks.formula(test))
+    return sub(guards.formula(test))
 
 
 def _guarded(body, guard, gates):
     """``(statement, guard)`` for the statements of ``body`` and the blocks inside them (the tests
     of the enclosing ``if``s and of earlier ``if ...: return`` of the same blocks); ``gates`` gets
     each such early-exit ``if`` that names a rank."""
-    ast, ranks = _ast(), _ranks()
+    ast, guards = _ast(), _guards()
     for st in body:
         yield st, guard
         if isinstance(st, ast.If):
             t = _formula(st.test)
-            yield from _guarded(st.body, ranks.f_and(guard, t), gates)
-            yield from _guarded(st.orelse, ranks.f_and(guard, ranks.f_not(t)), gates)
+            yield from _guarded(st.body, guards.f_and(guard, t), gates)
+            yield from _guarded(st.orelse, guards.f_and(guard, guards.f_not(t)), gates)
             if st.body and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)) and not st.orelse:
-                guard = ranks.f_and(guard, ranks.f_not(t))
-                if ranks.rank_atoms(t):
+                guard = guards.f_and(guard, guards.f_not(t))
+                if guards.rank_atoms(t):
                     gates.append(st)
         elif isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
             for block in (st.body, getattr(st, "orelse", []), getattr(st, "finalbody", [])):
@@ -136,7 +136,7 @@ def _collect(tree, lines) -> list:
     """``[[class, attr, reader method, gate line, col, end_line, end_col, reader guard, writer
     guard, writer line]]`` for each attribute put only under one rank and read only under
     another."""
-    ast, ranks = _ast(), _ranks()
+    ast, guards = _ast(), _guards()
     out = []
     def text(node) -> str:
         return "".join(lines.lines[node.lineno - 1:node.end_lineno])
@@ -151,7 +151,7 @@ def _collect(tree, lines) -> list:
                 continue
             gated = any(t in text(m) for t in _GLOBAL_FIRST_TEXT)
             gates: list = []
-            for st, guard in _guarded(m.body, ranks.TRUE, gates):
+            for st, guard in _guarded(m.body, guards.TRUE, gates):
                 receivers = set()
                 for kind, attr, node in _events(st, m.name):
                     if kind == "put":
@@ -161,19 +161,19 @@ def _collect(tree, lines) -> list:
                     elif gated and id(node) not in receivers:
                         reads.setdefault(attr, []).append((guard, m, list(gates), node))
         for attr, ps in puts.items():
-            put_when = ranks.f_or(*(g for g, _ in ps))
-            if not ranks.rank_atoms(put_when) or ranks.satisfying(put_when) is None:
+            put_when = guards.f_or(*(g for g, _ in ps))
+            if not guards.rank_atoms(put_when) or guards.satisfying(put_when) is None:
                 continue
             for guard, m, gates, node in reads.get(attr, ()):
-                if not ranks.rank_atoms(guard) or ranks.satisfying(guard) is None:
+                if not guards.rank_atoms(guard) or guards.satisfying(guard) is None:
                     continue
-                if ranks.satisfying(ranks.f_and(guard, put_when)) is not None:
+                if guards.satisfying(guards.f_and(guard, put_when)) is not None:
                     continue  # some rank both fills and reads it
-                at = next((g for g in gates if ranks.rank_atoms(_formula(g.test))), node)
+                at = next((g for g in gates if guards.rank_atoms(_formula(g.test))), node)
                 at_node = at.test if isinstance(at, ast.If) else at
                 out.append([cls.name, attr, m.name, at.lineno, lines.col(at_node.lineno, at_node.col_offset),
                             at_node.end_lineno, lines.col(at_node.end_lineno, at_node.end_col_offset),
-                            ranks.describe(guard), ranks.describe(put_when), ps[0][1], node.lineno])
+                            guards.describe(guard), guards.describe(put_when), ps[0][1], node.lineno])
                 break
     return out
 

@@ -26,10 +26,10 @@ def _ast():
     return ast
 
 
-def _ranks():
-    from pp_attr_lint import ranks
+def _guards():
+    from pp_attr_lint.semantic import guards
 
-    return ranks
+    return guards
 
 
 def _effects(test, block) -> list:
@@ -57,36 +57,36 @@ def _pp_branch(fn, lines):
     """``[line, test in words, rank words, config, effects]`` of the first ``if`` of ``fn`` (at any
     depth) whose test names a pipeline-parallel rank and whose branch does work (assigns or calls,
     not only raises or leaves); ``None`` when there is none."""
-    ast, ranks = _ast(), _ranks()
+    ast, guards = _ast(), _guards()
     text = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
     if not any(w in text for w in _RANK_WORDS):
         return None
     for n in _fast_walk(fn):
         if not isinstance(n, ast.If):
             continue
-        f = ranks.formula(n.test)
-        if not ranks.rank_atoms(f):
+        f = guards.formula(n.test)
+        if not guards.rank_atoms(f):
             continue
-        for block, g in ((n.body, f), (n.orelse, ranks.f_not(f))):
-            env = ranks.satisfying(g)
-            if env is None or ranks.satisfying(ranks.f_not(g)) is None:
+        for block, g in ((n.body, f), (n.orelse, guards.f_not(f))):
+            env = guards.satisfying(g)
+            if env is None or guards.satisfying(guards.f_not(g)) is None:
                 continue  # taken on every rank, or on none
             works = any(isinstance(s, (ast.Assign, ast.AugAssign, ast.AnnAssign)) or
                         (isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)) for b in block for s in _fast_walk(b))
             effects = _effects(n.test, block)
             if works and block and effects:
                 config = {k: v for k, v in env.items() if not k.startswith("@") and k.isidentifier()}
-                return [block[0].lineno if block is n.orelse else n.lineno, ranks.describe(g), ranks.rank_words(env),
+                return [block[0].lineno if block is n.orelse else n.lineno, guards.describe(g), guards.rank_words(env),
                         config, effects]
     return None
 
 
 def _refuses_pp(tree) -> bool:
     """Whether the module raises under pipeline parallelism (``if pp_group.world_size != 1: raise``,
-    a test :func:`pp_attr_lint.ranks.formula` reads as true under PP): its classes never run there."""
-    ast, ranks = _ast(), _ranks()
+    a test :func:`pp_attr_lint.guards.formula` reads as true under PP): its classes never run there."""
+    ast, guards = _ast(), _guards()
     return any(isinstance(n, ast.If) and n.body and isinstance(n.body[-1], ast.Raise)
-               and ranks.formula(n.test) == ranks.TRUE for n in _fast_walk(tree))
+               and guards.formula(n.test) == guards.TRUE for n in _fast_walk(tree))
 
 
 def _calls_parent(fn, name: str) -> bool:
@@ -153,8 +153,9 @@ class OverrideDropsPPBranch(Rule):
             return []
         from pp_attr_lint.resolve import EXTERNAL
 
-        ranks = _ranks()
-        rf = ranks.RankFacts.of(ctx)
+        from pp_attr_lint.semantic.model import RankFacts
+
+        rf = RankFacts.of(ctx)
         out = []
         for cls, methods in sorted(facts.items()):
             todo = [(name, rec) for name, rec in sorted(methods.items()) if rec[4] is not None]
