@@ -383,6 +383,44 @@ class Resolver:
             if any(k not in (None,) for k in rec["keywords"]):
                 raise Unresolved("dynamic-class", f"{entry[1]} has class keywords {rec['keywords']}")
 
+    def may_derive(self, sub: ClassKey, key: ClassKey, _seen: set | None = None) -> bool:
+        """Whether class ``sub`` may have project class ``key`` on its MRO, also when that MRO
+        cannot be resolved: ``False`` only when every base of ``sub`` is known not to lead to
+        ``key``, i.e. it resolves to a project class that does not, or to a name outside the
+        analysed code (``transformers.PretrainedConfig``: such a class is no subclass of a class
+        of the analysed code, whether or not its package is installed).  A base that is not a
+        plain name, or that cannot be looked up inside the project, may lead to ``key``."""
+        if sub == key:
+            return True
+        seen = set() if _seen is None else _seen
+        if sub in seen:
+            return False
+        seen.add(sub)
+        try:
+            return key in self.mro(sub)
+        except Unresolved:
+            pass
+        try:
+            rec = self.class_record(sub)
+        except Unresolved:
+            return True
+        for b in rec["bases"]:
+            if b is None:
+                return True
+            outer = f"{sub[1].rsplit('.', 1)[0]}.{b}" if "." in sub[1] else None
+            if outer is not None and outer in self.src.summary(sub[0])["classes"]:  # type: ignore[index]
+                sym = ("class", sub[0], outer)  # a nested class's base in the enclosing body
+            else:
+                sym = self.resolve_dotted(sub[0], b)
+            if sym is None:
+                return True
+            if sym[0] == "class":
+                if self.may_derive((sym[1], sym[2]), key, seen):
+                    return True
+            elif sym[0] != "external":
+                return True
+        return False
+
     # -- __init__ chains -----------------------------------------------------------------------
     def executed_inits(self, key: ClassKey) -> list[tuple[ClassKey, dict]]:
         """Memoized :meth:`_executed_inits`."""

@@ -121,6 +121,56 @@ def test_an_unrelated_file_with_an_unresolvable_base_changes_nothing(tmp_path):
     assert lint([tmp_path / "tree"]) == alone
 
 
+_RANGE_UNSET = '''import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.range_start, self.range_end = 0, 4
+
+    def forward(self, x):
+        return x[self.start_layer:self.end_layer]
+'''
+
+# a file its prefilter passes (a `start_layer` read) holding a class that may set anything
+# (`setattr` with a computed name) on a base from a package that is not installed
+_CONFIG_BESIDE = '''from not_installed_pkg import PretrainedConfig
+
+from .model import Model
+
+
+class SomeConfig(PretrainedConfig):
+    def __init__(self):
+        for key in ("hidden_size", "rms_norm_eps"):
+            setattr(self, key, getattr(self.language_config, key))
+
+
+class Sub(Model):
+    def first_layer(self):
+        return self.model.start_layer
+'''
+
+
+def test_a_subclass_on_an_uninstalled_base_beside_changes_nothing(tmp_path):
+    """A class whose MRO cannot be resolved because its base comes from a package that is not
+    installed is no subclass of a class of the analysed code: named beside the file, it does not
+    silence the file's PPA003 (it did: "a subclass may set it")."""
+    pkg = tmp_path / "tree" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(_RANGE_UNSET)
+    (pkg / "zz_config.py").write_text(_CONFIG_BESIDE)
+    alone = [f for f in lint([pkg / "model.py"]) if f[3] == "PPA003"]
+    assert [(f[1], f[3]) for f in alone] == [(10, "PPA003"), (10, "PPA003")]
+    assert [f for f in lint([pkg / "model.py", pkg / "zz_config.py"]) if f[0] == alone[0][0]] == alone
+    assert [f for f in lint([pkg]) if f[0] == alone[0][0]] == alone
+    # a subclass that may set it, on a base of the analysed code, still keeps the rule silent
+    (pkg / "zz_config.py").write_text(_CONFIG_BESIDE.replace("class SomeConfig(PretrainedConfig)",
+                                                             "class SomeConfig(Model)"))
+    assert [f for f in lint([pkg / "model.py", pkg / "zz_config.py"]) if f[3] == "PPA003"] == []
+
+
 # -- the invariants on every case folder ----------------------------------------------------------
 
 
