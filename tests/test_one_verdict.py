@@ -171,6 +171,57 @@ def test_a_subclass_on_an_uninstalled_base_beside_changes_nothing(tmp_path):
     assert [f for f in lint([pkg / "model.py", pkg / "zz_config.py"]) if f[3] == "PPA003"] == []
 
 
+_TEXT = '''import torch.nn as nn
+
+
+class TextModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Module()
+
+
+class TextForCausalLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = TextModel()
+'''
+
+_VL = '''import torch.nn as nn
+
+from .text import TextForCausalLM
+
+
+class VL(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.language_model = TextForCausalLM()
+
+    def get_input_embeddings(self):
+        return self.language_model.embed_tokens
+'''
+
+_PATCH = "def patch(model):\n    model.embed_tokens = None\n"
+
+
+def test_an_unresolved_store_in_another_file_changes_nothing(tmp_path):
+    """``model.embed_tokens = None`` on a parameter of unknown class in another file (SGLang
+    0.5.23's unit tests) silenced every PPA002 read of ``embed_tokens`` in a folder run, while the
+    file named alone reported it.  Such a store counts in the reading file's own module only."""
+    pkg = tmp_path / "tree" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "text.py").write_text(_TEXT)
+    (pkg / "vl.py").write_text(_VL)
+    (pkg / "zz_patch.py").write_text(_PATCH)
+    alone = lint([pkg / "vl.py"])
+    assert [(f[1], f[3]) for f in alone] == [(12, "PPA002")]
+    assert [f for f in lint([pkg / "vl.py", pkg / "zz_patch.py"]) if f[0] == alone[0][0]] == alone
+    assert [f for f in lint([pkg]) if f[0] == alone[0][0]] == alone
+    # the same store in the reading file may be on a VL: precision over recall
+    (pkg / "vl.py").write_text(_VL + "\n\n" + _PATCH)
+    assert lint([pkg / "vl.py"]) == lint([pkg]) == []
+
+
 # -- the invariants on every case folder ----------------------------------------------------------
 
 

@@ -164,17 +164,23 @@ class RuleRunner:
     def _stored_from_outside(self, attr: str, cands: set, module: str, cls: str | None, chain) -> bool:
         """Whether a checked file puts ``attr`` on a candidate from outside its class:
         ``self.lm.start_layer = ...``, ``setattr(lm, "start_layer", v)``, ``Wrapper.start_layer = 0``
-        (which also reaches subclasses).  A store whose receiver cannot be resolved counts too:
-        precision over recall."""
+        (which also reaches subclasses).  A store whose receiver cannot be resolved counts too
+        (precision over recall), but only in the reading file's own module: a store in another
+        file counts where it resolves to a candidate, so that an unresolved store in an unrelated
+        file (a test's ``model.embed_tokens = ...``) does not make a file's verdict depend on
+        whether that file is checked beside it."""
         key = (attr, frozenset(cands))
         if key not in self._store_memo:
             self._self_stores[key] = set()
             self._store_memo[key] = self._scan_stores(attr, cands, self._self_stores[key])
-        return self._store_memo[key] or (module, cls, tuple(chain)) in self._self_stores[key]
+        hit, unresolved_in = self._store_memo[key]
+        return hit or module in unresolved_in or (module, cls, tuple(chain)) in self._self_stores[key]
 
-    def _scan_stores(self, attr: str, cands: set, self_stores: set) -> bool:
+    def _scan_stores(self, attr: str, cands: set, self_stores: set) -> tuple[bool, set[str]]:
+        """``(a store resolved onto a candidate, the modules holding a store that cannot be
+        resolved)``; ``self_stores`` gets the ``self.x.attr = ...`` stores onto a candidate."""
         r = self.resolver
-        result = False
+        unresolved: set[str] = set()
         for st, chain, stored, cls, fline in self.stores:
             if stored not in (attr, "*"):
                 continue
@@ -182,42 +188,36 @@ class RuleRunner:
             # candidate: such generic setters (config objects, module surgery) are everywhere
             computed = stored == "*"
             if chain is None:
-                if computed:
-                    continue
-                result = True
-                break
+                if not computed:
+                    unresolved.add(st.module)
+                continue
             if fline is None:  # module level: a class object, or something we cannot follow
                 sym = r.resolve_dotted(st.module, ".".join(chain))
                 if sym is None or sym[0] != "class":
-                    if computed:
-                        continue
-                    result = True
-                    break
+                    if not computed:
+                        unresolved.add(st.module)
+                    continue
                 try:
                     if any((sym[1], sym[2]) in r.mro(c) for c in cands):
-                        result = True
-                        break
+                        return True, unresolved
                 except Unresolved:
-                    result = True
-                    break
+                    unresolved.add(st.module)
                 continue
             scope = scopes_by_line(st.summary).get((cls, fline))
             got = None if scope is None else r.chain_candidates(
                 tuple(chain), st.module, (st.module, cls) if cls else None, scope)
             if got is None:
-                if computed:
-                    continue
-                result = True
-                break
+                if not computed:
+                    unresolved.add(st.module)
+                continue
             if got & set(cands):
                 if chain[0] == scope.get("self"):
                     # `self.lm.start_layer = ...` sets it on that one object: it counts for reads
                     # of the same receiver in the same class only
                     self_stores.add((st.module, cls, tuple(chain)))
                     continue
-                result = True  # through a parameter or a local: any instance may get it
-                break
-        return result
+                return True, unresolved  # through a parameter or a local: any instance may get it
+        return False, unresolved
 
     def _finding(self, st: FileState, read: dict, cands: list[ClassKey], common: dict) -> Finding:
         rule, attr = self.rule, read["attr"]
