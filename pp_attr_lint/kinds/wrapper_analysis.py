@@ -242,9 +242,21 @@ class RuleRunner:
             fixed = f'getattr({receiver}.{dotted}, "{attr}")'
         else:
             fixed = f"{receiver}.{dotted}.{attr}"
-        message = rule.message.format(receiver=receiver, wrapper=wrapper, attr=attr, inner=inner,
-                                      path=dotted, where=where, fixed=fixed)
+        owner = self._property_owner(st, read)
+        fields = dict(receiver=receiver, wrapper=wrapper, attr=attr, inner=inner, path=dotted, where=where, fixed=fixed)
+        if owner and rule.property_message:
+            message = rule.property_message.format(owner=owner, **fields)
+        else:
+            message = rule.message.format(**fields)
         explanation = self._explain(receiver, cands, attr, path, trails, defs)
+        witness = {"ranks": "every rank the line runs on (often only pipeline-parallel ranks > 0)", "config": {}}
+        if owner:
+            # an AttributeError raised in a property getter reads as the attribute being absent
+            # (Python's getattr with a default and hasattr catch it)
+            explanation.append(f"`{owner}.{attr}` is a property that returns this read: it raises AttributeError, "
+                               f"so `hasattr(x, \"{attr}\")` is False and `getattr(x, \"{attr}\", default)` "
+                               f"gives the default on every `{owner}`")
+            witness = {"ranks": "every rank that reads the property", "config": {}}
         fix = None
         help = f"Read `{fixed}`"
         maybe_none = [(ck, step) for k in cands for ck, step, step_cands, _ in trails[k][:-1] if NONE_KEY in step_cands]
@@ -268,8 +280,18 @@ class RuleRunner:
             row=read["line"], column=read["col"] + 1, end_row=read["end_line"], end_column=read["end_col"] + 1,
             fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation, help=help,
             fix_data={"chain": list(read["chain"]), "path": list(path), "attr": attr, "kind": read["kind"]},
-            witness={"ranks": "every rank the line runs on (often only pipeline-parallel ranks > 0)", "config": {}},
+            witness=witness,
         )
+
+    def _property_owner(self, st: FileState, read: dict) -> str | None:
+        """The class of ``read`` when the read is in a property getter of the attribute's own
+        name (``@property def start_layer(self): return self.model.start_layer``), else ``None``."""
+        cls, attr = read["class"], read["attr"]
+        rec = st.summary["classes"].get(cls) if cls else None
+        if rec is None or attr not in rec.get("properties", ()):
+            return None
+        scope = rec["methods"].get(attr)  # the getter (a setter of the same name replaces it)
+        return cls if scope is not None and scope["line"] == read["function"] else None
 
     def _explain(self, receiver, cands, attr, path, trails, defs) -> list[str]:
         r = self.resolver
