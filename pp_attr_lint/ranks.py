@@ -246,6 +246,9 @@ def _guards_chain(test: ast.AST, chains: set) -> None:
     for sub in _fast_walk(test):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("isinstance", "hasattr", "getattr") and sub.args:
             c = ref_chain(sub.args[0])
+            if c is None and isinstance(sub.args[0], ast.Subscript):  # `isinstance(x.layers[i], ...)`
+                base = ref_chain(sub.args[0].value)
+                c = None if base is None else ("#index", *base, ast.dump(sub.args[0].slice))
             if c is None:
                 continue
             if sub.func.id == "isinstance":
@@ -327,6 +330,8 @@ class _Walker:
         args = fn.args.posonlyargs + fn.args.args
         self.self_name = args[0].arg if (cls is not None and args) else None
         self.flags: dict[str, tuple] = {}  # local variables assigned a test once: name -> formula
+        # locals assigned a chain once, unconditionally (`layers = self.model.layers`): name -> chain
+        self.aliases: dict[str, tuple | None] = {}
         # nested functions of the body: name -> [def node, guard at the def, call sites
         # (guard, guarded, protected)]; judged after the body (see walk_nested)
         self.nested: dict[str, list] = {}
@@ -372,11 +377,14 @@ class _Walker:
         if isinstance(stmt, (ast.For, ast.AsyncFor)):
             self.exprs([stmt.iter], guard, guarded, protected, loops)
             inner = dict(loops)
-            src = _loop_source(stmt.iter)
+            src = self._loop_of(stmt.iter)
             if src is not None and isinstance(stmt.target, (ast.Name, ast.Tuple)):
                 var = _loop_var(stmt.target, src[1])
                 if var is not None:
-                    inner[var] = (src[0], self._iter_info(stmt.iter, src[1]))
+                    inner[var] = (src[0], self._iter_info(stmt.iter, src[1], not src[2]))
+            rng = self._range_len(stmt.iter)
+            if rng is not None and isinstance(stmt.target, ast.Name):  # `for i in range(len(x.layers))`
+                inner["#range:" + stmt.target.id] = (rng, self._iter_info(stmt.iter, False, False))
             self.block(stmt.body, guard, guarded, protected, inner)
             self.block(stmt.orelse, guard, guarded, protected, loops)
             return
@@ -408,8 +416,12 @@ class _Walker:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if self.inner is None:  # what a nested function assigns is not recorded
                 self.assign(targets, stmt.value, guard)
+            self._unpacked_call(targets, stmt.value, guard, guarded, protected, loops)
             for t in targets:
                 if isinstance(t, ast.Name):
+                    c = ref_chain(stmt.value) if len(targets) == 1 else None
+                    seen = t.id in self.aliases
+                    self.aliases[t.id] = c if not seen and guard == TRUE and c is not None and len(c) >= 2 else None
                     if t.id in self.flags or guard != TRUE:
                         self.flags[t.id] = ("a", f"{t.id}@{stmt.lineno}")  # set twice or conditionally: opaque
                     else:
@@ -436,10 +448,66 @@ class _Walker:
                     if c is not None and len(c) >= 2 and c[-1] in self.names:
                         self.use("alias", c, t.attr, v, g, False)
 
-    def _iter_info(self, it: ast.AST, enumerated: bool) -> tuple:
+    def _iter_info(self, it: ast.AST, enumerated: bool, rewritable: bool = True) -> tuple:
         """(position of the loop's iterable, enumerated, whether a fix can rewrite it)."""
-        simple = not enumerated or (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords)
+        simple = rewritable and (not enumerated or (isinstance(it, ast.Call) and len(it.args) == 1
+                                                    and not it.keywords))
         return (self.pos(it), enumerated, simple)
+
+    def _loop_of(self, it: ast.AST) -> tuple | None:
+        """``(chain, enumerated, aliased)`` of a loop over every slot: :func:`_loop_source`, or a
+        local that aliases a chain (``layers = self.model.layers; for layer in layers``)."""
+        src = _loop_source(it)
+        if src is not None:
+            return (src[0], src[1], False)
+        enum = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args
+        inner = it.args[0] if enum else it
+        if isinstance(inner, ast.Name) and self.aliases.get(inner.id):
+            return (self.aliases[inner.id], bool(enum), True)
+        return None
+
+    def _range_len(self, it: ast.AST) -> tuple | None:
+        """The chain of ``range(len(chain))`` (or of a local aliasing it), else ``None``."""
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and len(it.args) == 1 and not it.keywords):
+            return None
+        n = it.args[0]
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1):
+            return None
+        a = n.args[0]
+        c = self.aliases.get(a.id) if isinstance(a, ast.Name) else ref_chain(a)
+        return c if c is not None and len(c) >= 2 else None
+
+    def _slot(self, node: ast.AST, loops: dict) -> tuple | None:
+        """``(list chain, loop variable text, iter info, guard chains)`` when ``node`` is a slot of
+        a loop over every slot: the loop variable ``v`` or ``x.layers[i]`` in ``range(len(...))``
+        (a test of the slot or of ``i`` itself, ``if i < self.start_layer: continue``, guards it)."""
+        if isinstance(node, ast.Name) and node.id in loops:
+            src, info = loops[node.id]
+            return (src, node.id, info, ((node.id,),))
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) \
+                and "#range:" + node.slice.id in loops:
+            base = ref_chain(node.value)
+            src, info = loops["#range:" + node.slice.id]
+            if base == src:
+                return (src, f"{'.'.join(base)}[{node.slice.id}]", info,
+                        (("#index", *base, ast.dump(node.slice)), (node.slice.id,)))
+        return None
+
+    @staticmethod
+    def _slot_guarded(gchains, attr, guarded) -> bool:
+        return any(_is_guarded(c, attr if len(c) > 1 else None, guarded) for c in gchains)
+
+    def _unpacked_call(self, targets, value, guard, guarded, protected, loops) -> None:
+        """``h, r = layer(...)`` in a loop over every slot: a placeholder returns its first
+        argument, so the unpacking fails on it (recorded as a ``loop`` use of ``()``)."""
+        if not (len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List)) and isinstance(value, ast.Call)):
+            return
+        slot = self._slot(value.func, loops)
+        if slot is not None:
+            src, var, info, gchains = slot
+            self.use("loop", src, "()", value, guard, protected or self._slot_guarded(gchains, None, guarded),
+                     (var, *info))
 
     # expressions -----------------------------------------------------------------------------
     def exprs(self, nodes, guard, guarded, protected, loops) -> None:
@@ -455,13 +523,16 @@ class _Walker:
             self.expr(node.body, yes, chains, protected, loops)
             self.expr(node.orelse, no, chains, protected, loops)
             return
-        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+        if isinstance(node, ast.BoolOp):
+            # an operand runs only when the ones before it were true (`and`) or false (`or`):
+            # `isinstance(layer, PPMissingLayer) or not isinstance(layer.self_attn, X)`
             chains = set(guarded)
             g = guard
             for v in node.values:
                 self.expr(v, g, frozenset(chains), protected, loops)
                 _guards_chain(v, chains)
-                g = f_and(g, self.formula(v))
+                t = self.formula(v)
+                g = f_and(g, t if isinstance(node.op, ast.And) else f_not(t))
             return
         if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             inner = dict(loops)
@@ -505,6 +576,10 @@ class _Walker:
         elif chain is not None and len(chain) == 1 and chain[0] in loops:
             src, info = loops[chain[0]]
             self.use("loop", src, node.attr, node, guard, protected or _is_guarded(chain, node.attr, guarded), (chain[0], *info))
+        elif isinstance(recv, ast.Subscript) and self._slot(recv, loops) is not None:
+            src, var, info, gchains = self._slot(recv, loops)
+            self.use("loop", src, node.attr, node, guard,
+                     protected or self._slot_guarded(gchains, node.attr, guarded), (var, *info))
         elif isinstance(recv, ast.Subscript):
             base = ref_chain(recv.value)
             consts = self.inner[1] if self.inner is not None else None
@@ -693,7 +768,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
     # assignment (and its real twin beside it), a make_layers list, a read through a name that may
     # hold a placeholder, an alias into lm_head, a tied weight, a fixed slot or a loop of a list
     triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "tie_weights(", "lm_head =",
-                                                   ".layers[", ".layers:", ".layers)"})
+                                                   ".layers[", ".layers:", ".layers)", ".layers\n"})
 
     def worth(fn) -> bool:
         body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
