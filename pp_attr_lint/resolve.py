@@ -577,7 +577,8 @@ class Resolver:
     def attr_candidates(self, key: ClassKey, attr: str, depth: int = 0) -> tuple[set[ClassKey], list[Where]] | None:
         """The classes ``self.<attr>`` may hold on an instance of ``key``: the union over every
         assignment ``self.<attr> = ...`` in any method of any class on its MRO (all branches),
-        plus a class-level annotation; :data:`NONE_KEY` among them when it may be ``None``.
+        or, where none assigns anything but ``None``, what the class-level annotations admit;
+        :data:`NONE_KEY` among them when it may be ``None``.
         ``None`` when any of them is not a resolvable class (the reason in :attr:`why`).
 
         Each question is answered with a budget of its own (the values it follows start at depth
@@ -620,6 +621,7 @@ class Resolver:
         found: set[ClassKey] = set()
         wheres: list[Where] = []
         any_assign = False
+        annotated: list[tuple[str, str]] = []  # (module, annotation) of the class-level annotations
         for entry in mro:
             if entry[0] == EXTERNAL:
                 continue
@@ -627,11 +629,7 @@ class Resolver:
             if attr in rec["body_names"] or attr in rec["properties"]:
                 return self._fail("receiver-unresolved", f"`{entry[1]}.{attr}` is a class attribute or property")
             if attr in rec["annotations"]:
-                cks = self.resolve_ann(entry[0], rec["annotations"][attr])
-                if cks is None:
-                    return None
-                found |= cks
-                any_assign = True
+                annotated.append((entry[0], rec["annotations"][attr]))
             for mname, scope in rec["methods"].items():
                 if scope["dynamic"]:
                     return self._fail("dynamic-class", f"{entry[1]}.{mname} sets attributes dynamically")
@@ -648,6 +646,15 @@ class Resolver:
                             return None
                         found |= cands
                         wheres.append(Where(entry[0], self.src.path(entry[0]), line, f"{entry[1]}.{attr}"))
+        # a class-level annotation (`model: nn.Module` on a mixin) says what the attribute holds
+        # only where no method that runs assigns it anything but None
+        if not found - {NONE_KEY}:
+            for module, ann in annotated:
+                cks = self.resolve_ann(module, ann)
+                if cks is None:
+                    return None
+                found |= cks
+                any_assign = True
         if not any_assign:
             return self._fail("receiver-unresolved", f"no class on the MRO of {key[1]} sets `{attr}`")
         if not found - {NONE_KEY}:
