@@ -2104,13 +2104,26 @@ class RankFacts:
             mro = self.r.mro(key)
         except Exception:
             return None
+        try:  # the __init__s that run for `key`: a base's that is skipped builds nothing
+            ran = {(owner, scope["line"]) for owner, scope in self.r.executed_inits(key)}
+        except Exception:
+            ran = None
         for entry in mro:
             if entry[0] == "<external>":
                 continue
             mf = self.module_facts(entry[0]) or {}
-            guards = [g for c, a, _line, g in mf.get("lists", ()) if c == entry[1] and a == attr]
-            if guards:
-                return entry, f_or(*guards)
+            built = [(line, g) for c, a, line, g in mf.get("lists", ()) if c == entry[1] and a == attr]
+            if built and ran is not None:
+                methods = self.r.class_record(entry)["methods"]
+                init = methods.get("__init__")
+                if init is not None and (entry, init["line"]) not in ran:
+                    # `nn.Module.__init__(self)` in a subclass: the base's `make_layers` never runs
+                    def method_of(line):
+                        return max(((sc["line"], n) for n, sc in methods.items() if sc["line"] <= line),
+                                   default=(0, None))[1]
+                    built = [(line, g) for line, g in built if method_of(line) != "__init__"]
+            if built:
+                return entry, f_or(*(g for _, g in built))
         return None
 
     def list_guard(self, key, attr: str) -> tuple:
