@@ -220,6 +220,11 @@ def test_an_unresolved_store_in_another_file_changes_nothing(tmp_path):
     # the same store in the reading file may be on a VL: precision over recall
     (pkg / "vl.py").write_text(_VL + "\n\n" + _PATCH)
     assert lint([pkg / "vl.py"]) == lint([pkg]) == []
+    # so may one in a module the reading file imports, named or not
+    (pkg / "vl.py").write_text(_VL.replace("    def get_input_embeddings(self):\n",
+                                           "    def get_input_embeddings(self):\n"
+                                           "        from .zz_patch import patch\n\n        patch(self)\n"))
+    assert lint([pkg / "vl.py"]) == lint([pkg]) == []
 
 
 # -- the invariants on every case folder ----------------------------------------------------------
