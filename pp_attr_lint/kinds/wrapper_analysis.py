@@ -148,6 +148,11 @@ class RuleRunner:
         except Unresolved as e:
             return unjudged(e.reason, e.detail, e.path)
         assert common
+        try:
+            if self._stored_in_imports(read["attr"], cands, st.module):
+                return None
+        except Unresolved as e:
+            return unjudged(e.reason, e.detail, e.path)
         return self._finding(st, read, sorted(cands), common)
 
     def _declares(self, key: ClassKey, attr: str) -> bool:
@@ -175,8 +180,12 @@ class RuleRunner:
             self._self_stores[key] = set()
             self._store_memo[key] = self._scan_stores(attr, cands, self._self_stores[key])
         hit, unresolved_in = self._store_memo[key]
-        if hit or module in unresolved_in or (module, cls, tuple(chain)) in self._self_stores[key]:
-            return True
+        return hit or module in unresolved_in or (module, cls, tuple(chain)) in self._self_stores[key]
+
+    def _stored_in_imports(self, attr: str, cands: set, module: str) -> bool:
+        """Whether a module that ``module`` imports stores ``attr`` where it cannot be resolved or
+        onto a candidate (asked only of a read about to be reported: it reads those modules)."""
+        unresolved_in = self._store_memo[(attr, frozenset(cands))][1]
         return any(m in unresolved_in or self._module_stores(m, attr, cands) for m in self._imported(module))
 
     def _imported(self, module: str) -> list[str]:
