@@ -384,6 +384,44 @@ class Resolver:
             if any(k not in (None,) for k in rec["keywords"]):
                 raise Unresolved("dynamic-class", f"{entry[1]} has class keywords {rec['keywords']}")
 
+    def may_derive(self, sub: ClassKey, key: ClassKey, _seen: set | None = None) -> bool:
+        """Whether class ``sub`` may have project class ``key`` on its MRO, also when that MRO
+        cannot be resolved: ``False`` only when every base of ``sub`` is known not to lead to
+        ``key``, i.e. it resolves to a project class that does not, or to a name outside the
+        analysed code (``transformers.PretrainedConfig``: such a class is no subclass of a class
+        of the analysed code, whether or not its package is installed).  A base that is not a
+        plain name, or that cannot be looked up inside the project, may lead to ``key``."""
+        if sub == key:
+            return True
+        seen = set() if _seen is None else _seen
+        if sub in seen:
+            return False
+        seen.add(sub)
+        try:
+            return key in self.mro(sub)
+        except Unresolved:
+            pass
+        try:
+            rec = self.class_record(sub)
+        except Unresolved:
+            return True
+        for b in rec["bases"]:
+            if b is None:
+                return True
+            outer = f"{sub[1].rsplit('.', 1)[0]}.{b}" if "." in sub[1] else None
+            if outer is not None and outer in self.src.summary(sub[0])["classes"]:  # type: ignore[index]
+                sym = ("class", sub[0], outer)  # a nested class's base in the enclosing body
+            else:
+                sym = self.resolve_dotted(sub[0], b)
+            if sym is None:
+                return True
+            if sym[0] == "class":
+                if self.may_derive((sym[1], sym[2]), key, seen):
+                    return True
+            elif sym[0] != "external":
+                return True
+        return False
+
     # -- __init__ chains -----------------------------------------------------------------------
     def executed_inits(self, key: ClassKey) -> list[tuple[ClassKey, dict]]:
         """Memoized :meth:`_executed_inits`."""
@@ -540,7 +578,8 @@ class Resolver:
     def attr_candidates(self, key: ClassKey, attr: str, depth: int = 0) -> tuple[set[ClassKey], list[Where]] | None:
         """The classes ``self.<attr>`` may hold on an instance of ``key``: the union over every
         assignment ``self.<attr> = ...`` in any method of any class on its MRO (all branches),
-        plus a class-level annotation; :data:`NONE_KEY` among them when it may be ``None``.
+        or, where none assigns anything but ``None``, what the class-level annotations admit;
+        :data:`NONE_KEY` among them when it may be ``None``.
         ``None`` when any of them is not a resolvable class (the reason in :attr:`why`).
 
         Each question is answered with a budget of its own (the values it follows start at depth
@@ -583,6 +622,7 @@ class Resolver:
         found: set[ClassKey] = set()
         wheres: list[Where] = []
         any_assign = False
+        annotated: list[tuple[str, str]] = []  # (module, annotation) of the class-level annotations
         for entry in mro:
             if entry[0] == EXTERNAL:
                 continue
@@ -590,11 +630,7 @@ class Resolver:
             if attr in rec["body_names"] or attr in rec["properties"]:
                 return self._fail("receiver-unresolved", f"`{entry[1]}.{attr}` is a class attribute or property")
             if attr in rec["annotations"]:
-                cks = self.resolve_ann(entry[0], rec["annotations"][attr])
-                if cks is None:
-                    return None
-                found |= cks
-                any_assign = True
+                annotated.append((entry[0], rec["annotations"][attr]))
             for mname, scope in rec["methods"].items():
                 if scope["dynamic"]:
                     return self._fail("dynamic-class", f"{entry[1]}.{mname} sets attributes dynamically")
@@ -611,6 +647,15 @@ class Resolver:
                             return None
                         found |= cands
                         wheres.append(Where(entry[0], self.src.path(entry[0]), line, f"{entry[1]}.{attr}"))
+        # a class-level annotation (`model: nn.Module` on a mixin) says what the attribute holds
+        # only where no method that runs assigns it anything but None
+        if not found - {NONE_KEY}:
+            for module, ann in annotated:
+                cks = self.resolve_ann(module, ann)
+                if cks is None:
+                    return None
+                found |= cks
+                any_assign = True
         if not any_assign:
             return self._fail("receiver-unresolved", f"no class on the MRO of {key[1]} sets `{attr}`")
         if not found - {NONE_KEY}:

@@ -10,7 +10,8 @@ A rule file is one mapping; see ``rules/PPA001/rule.yaml``.  Required keys: ``co
 ``str.format`` template with ``receiver``, ``wrapper``, ``attr``, ``inner``, ``path``, ``where``,
 ``fixed``; checked when the rule loads: an unknown or positional field is a :class:`RuleError`).
 Optional: ``kind`` (``wrapper-attribute``), ``default`` (false: enabled only when selected by
-its code), ``summary``, ``fix`` (``applicability``:
+its code), ``property_message`` (the message of a read that a property of the attribute's own name
+returns, with ``owner`` also: the class of the property), ``summary``, ``fix`` (``applicability``:
 safe|unsafe|display-only, ``message``: a template with ``fixed``, ``path``, ``attr``), ``url``, ``factories``, ``attributeless_bases``,
 ``transparent_decorators`` (added to the shared facts of :mod:`pp_attr_lint.facts`),
 ``max_path_depth``, ``docs`` (``what_it_does``, ``why_bad``, ``example``, ``fix``, ``references``;
@@ -37,6 +38,7 @@ APPLICABILITIES = ("safe", "unsafe", "display-only")
 KINDS = ("wrapper-attribute",)
 _KEYS = {
     "code", "name", "summary", "attributes", "message", "fix", "url", "factories", "kind", "default",
+    "property_message",
     "attributeless_bases", "transparent_decorators", "max_path_depth", "docs",
 }
 _FACTORY_KEYS = {"name", "keyword", "registry_module", "tables", "package"}
@@ -69,6 +71,8 @@ def _yaml(text: str, src: str):
 
 # the fields a wrapper-attribute rule's templates may name (see kinds/wrapper_analysis.py)
 MESSAGE_FIELDS = ("receiver", "wrapper", "attr", "inner", "path", "where", "fixed")
+# `property_message`: also the class whose property of the attribute's name makes the read
+PROPERTY_MESSAGE_FIELDS = MESSAGE_FIELDS + ("owner",)
 FIX_MESSAGE_FIELDS = ("fixed", "path", "attr")
 
 
@@ -137,6 +141,10 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
     message = " ".join(check_template(data["message"], MESSAGE_FIELDS, "message", src).split())
     if fix.get("message") is not None:
         check_template(fix["message"], FIX_MESSAGE_FIELDS, "fix.message", src)
+    property_message = ""
+    if data.get("property_message") is not None:
+        property_message = " ".join(check_template(data["property_message"], PROPERTY_MESSAGE_FIELDS,
+                                                   "property_message", src).split())
     factories = []
     for f in data.get("factories") or []:
         if not isinstance(f, dict) or set(f) != _FACTORY_KEYS:
@@ -166,6 +174,7 @@ def parse_rule(text: str, src: str, data=None) -> Rule:
         summary=str(data.get("summary") or data["name"]),
         attributes=tuple(attrs),
         message=message,
+        property_message=property_message,
         fix_applicability=applicability,
         fix_message=fix.get("message"),
         url=data.get("url"),

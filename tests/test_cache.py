@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import random
@@ -124,6 +125,33 @@ def test_prefilter_receiver_scan_matches_the_regular_expression():
     for _ in range(20000):
         text = b"".join(rng.choice(parts) for _ in range(rng.randint(1, 12)))
         assert bool(hit(text)) is _oracle(text), text
+
+
+def test_prefilter_passes_every_read_beside_an_import_of_the_same_name():
+    """Module paths of import statements (``from vllm.model_executor.layers.linear import X``)
+    read no attribute and are passed over; every program that ``ast`` parses and that reads the
+    name on a receiver other than ``self`` still passes (lines joined by ``\\``, ``;``, CR)."""
+    def reads(text):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            return None
+        return any(isinstance(n, ast.Attribute) and n.attr == "layers"
+                   and not (isinstance(n.value, ast.Name) and n.value.id == "self") for n in ast.walk(tree))
+
+    for text, want in ((b"from vllm.model_executor.layers.linear import X\n", False),
+                       (b"import a.layers as b\n", False), (b"import a.layers; m.layers\n", True),
+                       (b"x = 1 \\\nimport a.layers\n", True), (b"from a import b\rm.layers\r", True)):
+        assert attribute_read_hit(text, ["layers"]) is want, text
+    rng = random.Random(11)
+    lines = [b"from a.layers import b", b"import a.layers", b"import a.layers as c", b"m.layers", b"self.layers",
+             b"x = m.layers", b"from a import (b,", b"c)", b"import os; m.layers", b"y = (1,", b"2)"]
+    ends = [b"\n", b"\r\n", b"\r", b" \\\n", b"; "]
+    for _ in range(5000):
+        text = b"".join(rng.choice(lines) + rng.choice(ends) for _ in range(rng.randint(1, 6)))
+        r = reads(text)
+        if r:
+            assert attribute_read_hit(text, ["layers"]), text
 
 
 def _forking_case(tmp_path):

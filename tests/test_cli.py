@@ -58,9 +58,20 @@ def test_rules_lists_builtin():
     assert {"PPA001", "PPA002", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA301"} <= set(rules)
     rule = rules["PPA001"]
     assert rule["attributes"] == ["start_layer", "end_layer"] and rule["fix"] == "safe" and rule["enabled"]
-    # PPA002 is opt-in: listed, not enabled unless selected by its code
-    assert rules["PPA002"]["default"] is False and rules["PPA002"]["enabled"] is False
-    assert all(d["enabled"] for c, d in rules.items() if c != "PPA002")
+    # every built-in rule is on by default (PPA002 too, since its prefilter passes over imports)
+    assert all(d["default"] and d["enabled"] for d in rules.values())
+
+
+def test_an_opt_in_rule_runs_only_when_selected(seed):
+    (seed / "lint").mkdir()
+    (seed / "lint" / "PPX100.yaml").write_text(LAYERS_RULE + "default: false\n")
+    write_pyproject(seed, 'rules = ["lint/PPX100.yaml"]\n')
+    p = vl(seed)
+    p.write_text(p.read_text() + "\n    def n_layers(self):\n        return len(self.language_model.layers)\n")
+    rules = {d["code"]: d for d in json.loads(cli("rules", "--output-format", "json", cwd=seed).stdout)}
+    assert rules["PPX100"]["default"] is False and rules["PPX100"]["enabled"] is False
+    assert "PPX100" not in {c.split()[-1] for c in codes(concise(seed))}
+    assert f"{MODELS / 'qwen3_vl.py'}:39:20 PPX100" in codes(concise(seed, "--extend-select", "PPX100"))
 
 
 @pytest.mark.parametrize("code", ["PPA001", "ppa001"])
@@ -267,7 +278,8 @@ def test_project_rule_file_end_to_end(seed):
     r = cli("rule", "PPX100", cwd=seed)
     assert r.returncode == 0 and "Finds reads of `layers` on a wrapper module." in r.stdout
     r = concise(seed)
-    assert codes(r) == [SEED_HIT, f"{MODELS / 'qwen3_vl.py'}:39:20 PPX100"]
+    # the project's rule judges the read as the built-in PPA002 does
+    assert codes(r) == [SEED_HIT, f"{MODELS / 'qwen3_vl.py'}:39:20 PPA002", f"{MODELS / 'qwen3_vl.py'}:39:20 PPX100"]
     assert "read `self.language_model.model.layers` (set at minivllm/model_executor/models/qwen2.py:15)" in r.stdout
     assert codes(concise(seed, "--select", "PPX100")) == [f"{MODELS / 'qwen3_vl.py'}:39:20 PPX100"]
     r = cli("check", ".", "--no-cache", "--fix", "--select", "PPX", cwd=seed)
@@ -312,6 +324,7 @@ EXPECTED_021 = [
     "vllm/model_executor/models/apertus.py:437:25 PPA402",
     "vllm/model_executor/models/arcee.py:298:25 PPA402",
     "vllm/model_executor/models/aya_vision.py:315:1 PPA201",
+    "vllm/model_executor/models/bamba.py:332:39 PPA103",
     "vllm/model_executor/models/cohere2_moe.py:470:25 PPA402",
     "vllm/model_executor/models/cohere2_vision.py:317:1 PPA201",
     "vllm/model_executor/models/commandr.py:359:25 PPA402",
@@ -331,6 +344,7 @@ EXPECTED_021 = [
     "vllm/model_executor/models/gpt_j.py:261:25 PPA402",
     "vllm/model_executor/models/gpt_oss.py:583:24 PPA102",
     "vllm/model_executor/models/granite.py:341:25 PPA402",
+    "vllm/model_executor/models/granitemoehybrid.py:393:39 PPA103",
     "vllm/model_executor/models/granitemoehybrid.py:444:21 PPA402",
     "vllm/model_executor/models/granitemoehybrid.py:458:21 PPA402",
     "vllm/model_executor/models/grok1.py:555:25 PPA402",
@@ -365,6 +379,7 @@ EXPECTED_032 = [
     "vllm/model_executor/models/falcon_h1.py:604:57 PPA101",
     "vllm/model_executor/models/gemma4.py:1243:17 PPA102",
     "vllm/model_executor/models/gpt_oss.py:797:24 PPA102",
+    "vllm/model_executor/models/granitemoehybrid.py:397:39 PPA103",
     "vllm/model_executor/models/granitemoehybrid.py:448:21 PPA402",
     "vllm/model_executor/models/minicpm.py:479:62 PPA401",
     "vllm/model_executor/models/mistral_large_3_eagle.py:52:1 PPA301",

@@ -256,6 +256,19 @@ def test_a_rule_template_with_an_unknown_field_fails_when_it_loads(tmp_path, key
         assert got.stdout == ""
 
 
+def test_a_property_message_is_checked_when_the_rule_loads(tmp_path):
+    """``property_message`` gives ``owner`` besides the message's fields; another is an error."""
+    root = _rule_with(tmp_path)
+    rule = root / "r.yaml"
+    text = rule.read_text()
+    rule.write_text(text + 'property_message: "`{owner}.{attr}` via {receiver} ({nope})"\n')
+    got = _run(["check", ".", "--output-format", "concise", "--no-cache"], root)
+    assert got.returncode == 2 and "`property_message`" in got.stderr and "{nope}" in got.stderr, got.stderr
+    rule.write_text(text + 'property_message: "`{owner}.{attr}` via {receiver}"\n')
+    got = _run(["check", ".", "--output-format", "concise", "--no-cache", "--select", "PPX001"], root)
+    assert got.returncode == 1, got.stderr
+
+
 def test_a_rule_template_with_known_fields_fires(tmp_path):
     root = _rule_with(tmp_path, message="`{receiver}` is `{wrapper}` ({attr} on {inner} via .{path} at {where}); "
                                         "{{literal}} {receiver!r}", fix_message="Read `{fixed}` ({path}, {attr})")

@@ -121,6 +121,112 @@ def test_an_unrelated_file_with_an_unresolvable_base_changes_nothing(tmp_path):
     assert lint([tmp_path / "tree"]) == alone
 
 
+_RANGE_UNSET = '''import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.range_start, self.range_end = 0, 4
+
+    def forward(self, x):
+        return x[self.start_layer:self.end_layer]
+'''
+
+# a file its prefilter passes (a `start_layer` read) holding a class that may set anything
+# (`setattr` with a computed name) on a base from a package that is not installed
+_CONFIG_BESIDE = '''from not_installed_pkg import PretrainedConfig
+
+from .model import Model
+
+
+class SomeConfig(PretrainedConfig):
+    def __init__(self):
+        for key in ("hidden_size", "rms_norm_eps"):
+            setattr(self, key, getattr(self.language_config, key))
+
+
+class Sub(Model):
+    def first_layer(self):
+        return self.model.start_layer
+'''
+
+
+def test_a_subclass_on_an_uninstalled_base_beside_changes_nothing(tmp_path):
+    """A class whose MRO cannot be resolved because its base comes from a package that is not
+    installed is no subclass of a class of the analysed code: named beside the file, it does not
+    silence the file's PPA003 (it did: "a subclass may set it")."""
+    pkg = tmp_path / "tree" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(_RANGE_UNSET)
+    (pkg / "zz_config.py").write_text(_CONFIG_BESIDE)
+    alone = [f for f in lint([pkg / "model.py"]) if f[3] == "PPA003"]
+    assert [(f[1], f[3]) for f in alone] == [(10, "PPA003"), (10, "PPA003")]
+    assert [f for f in lint([pkg / "model.py", pkg / "zz_config.py"]) if f[0] == alone[0][0]] == alone
+    assert [f for f in lint([pkg]) if f[0] == alone[0][0]] == alone
+    # a subclass that may set it, on a base of the analysed code, still keeps the rule silent
+    (pkg / "zz_config.py").write_text(_CONFIG_BESIDE.replace("class SomeConfig(PretrainedConfig)",
+                                                             "class SomeConfig(Model)"))
+    assert [f for f in lint([pkg / "model.py", pkg / "zz_config.py"]) if f[3] == "PPA003"] == []
+
+
+_TEXT = '''import torch.nn as nn
+
+
+class TextModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Module()
+
+
+class TextForCausalLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = TextModel()
+'''
+
+_VL = '''import torch.nn as nn
+
+from .text import TextForCausalLM
+
+
+class VL(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.language_model = TextForCausalLM()
+
+    def get_input_embeddings(self):
+        return self.language_model.embed_tokens
+'''
+
+_PATCH = "def patch(model):\n    model.embed_tokens = None\n"
+
+
+def test_an_unresolved_store_in_another_file_changes_nothing(tmp_path):
+    """``model.embed_tokens = None`` on a parameter of unknown class in another file (SGLang
+    0.5.23's unit tests) silenced every PPA002 read of ``embed_tokens`` in a folder run, while the
+    file named alone reported it.  Such a store counts in the reading file's own module only."""
+    pkg = tmp_path / "tree" / "pkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "text.py").write_text(_TEXT)
+    (pkg / "vl.py").write_text(_VL)
+    (pkg / "zz_patch.py").write_text(_PATCH)
+    alone = lint([pkg / "vl.py"])
+    assert [(f[1], f[3]) for f in alone] == [(12, "PPA002")]
+    assert [f for f in lint([pkg / "vl.py", pkg / "zz_patch.py"]) if f[0] == alone[0][0]] == alone
+    assert [f for f in lint([pkg]) if f[0] == alone[0][0]] == alone
+    # the same store in the reading file may be on a VL: precision over recall
+    (pkg / "vl.py").write_text(_VL + "\n\n" + _PATCH)
+    assert lint([pkg / "vl.py"]) == lint([pkg]) == []
+    # so may one in a module the reading file imports, named or not
+    (pkg / "vl.py").write_text(_VL.replace("    def get_input_embeddings(self):\n",
+                                           "    def get_input_embeddings(self):\n"
+                                           "        from .zz_patch import patch\n\n        patch(self)\n"))
+    assert lint([pkg / "vl.py"]) == lint([pkg]) == []
+
+
 # -- the invariants on every case folder ----------------------------------------------------------
 
 

@@ -141,3 +141,18 @@ def test_a_fixed_slot_read_of_a_layer_name_has_no_fix(tmp_path: Path):
     r = run_cli("check", ".", "--fix", "--unsafe-fixes", "--select", "PPA102", "--src", STUBS, "--no-cache", cwd=work)
     assert r.rc in (0, 1), r.stderr
     assert "attn_metadata[self.layers[-1].self_attn.layer_name]" in (work / "pkg" / "model.py").read_text()
+
+
+def test_a_property_that_raises_says_what_its_readers_do():
+    """SGLang 0.5.23 ``OPTForCausalLM.start_layer``: a property that returns a read the wrapper
+    does not have raises AttributeError, which ``getattr`` with a default and ``hasattr`` take for
+    an absent attribute; the message says so instead of promising a crash."""
+    case = REPO / "rules" / "PPA001" / "cases" / "swallowed_property"
+    _r, findings = _check(case)
+    props = {f["location"]["row"]: f for f in findings if f["code"] == "PPA001"}
+    assert sorted(props) == [34, 39]
+    msg = props[34]["message"]
+    assert "The property `OPTForCausalLM.start_layer` therefore raises AttributeError" in msg
+    assert "silently take their fallback" in msg and "sizes its KV cache for all layers" in msg
+    assert "such code often runs only on pipeline-parallel ranks" not in msg
+    assert any("is a property that returns this read" in e for e in props[39]["explanation"])

@@ -56,10 +56,24 @@ def _attrs_hit(data: bytes, needles) -> bool:
                 prev = data[i - 1:i]
                 if prev in (b'"', b"'") and data[end:end + 1] == prev:
                     return True  # getattr(x, "start_layer")
-                if _other_receiver(data, i):
+                if _other_receiver(data, i) and not _in_import(data, i):
                     return True
             i = data.find(needle, end)
     return False
+
+
+def _in_import(data: bytes, i: int) -> bool:
+    """Whether byte ``i`` lies in the module path of an import statement alone on its line
+    (``from vllm.model_executor.layers.linear import ...``, ``import a.layers``): no attribute is
+    read there.  A line joined to the one before by ``\\``, or holding a ``;``, is not taken as one."""
+    start = max(data.rfind(b"\n", 0, i), data.rfind(b"\r", 0, i)) + 1
+    j = start - 1
+    while j > 0 and data[j - 1] == 0x0D:  # `\r`
+        j -= 1
+    if j > 0 and data[j - 1] == 0x5C:  # the line before ends with `\`
+        return False
+    head = data[start:i].lstrip(b" \t")
+    return (head.startswith(b"from ") or head.startswith(b"import ")) and b";" not in head
 
 
 _WORD = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")

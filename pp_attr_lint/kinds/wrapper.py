@@ -12,9 +12,12 @@ from ..rule_api import FileContext, Rule
 class WrapperAttributeRule(Rule):
     """A data rule (``rule.yaml``): reads of ``attributes`` on a wrapper (see the module docstring).
     ``message`` is a ``str.format`` template with ``receiver``, ``wrapper``, ``attr``, ``inner``,
-    ``path``, ``where`` and ``fixed``; ``max_path_depth`` bounds the submodule path (1 to 4)."""
+    ``path``, ``where`` and ``fixed``; ``property_message`` the one of a read that a property of
+    the attribute's own name returns (``owner``: its class); ``max_path_depth`` bounds the
+    submodule path (1 to 4)."""
 
     message: str = ""
+    property_message: str = ""
     max_path_depth: int = 2
 
     def check(self, ctx: FileContext):

@@ -148,6 +148,11 @@ class RuleRunner:
         except Unresolved as e:
             return unjudged(e.reason, e.detail, e.path)
         assert common
+        try:
+            if self._stored_in_imports(read["attr"], cands, st.module):
+                return None
+        except Unresolved as e:
+            return unjudged(e.reason, e.detail, e.path)
         return self._finding(st, read, sorted(cands), common)
 
     def _declares(self, key: ClassKey, attr: str) -> bool:
@@ -164,60 +169,107 @@ class RuleRunner:
     def _stored_from_outside(self, attr: str, cands: set, module: str, cls: str | None, chain) -> bool:
         """Whether a checked file puts ``attr`` on a candidate from outside its class:
         ``self.lm.start_layer = ...``, ``setattr(lm, "start_layer", v)``, ``Wrapper.start_layer = 0``
-        (which also reaches subclasses).  A store whose receiver cannot be resolved counts too:
-        precision over recall."""
+        (which also reaches subclasses).  A store whose receiver cannot be resolved counts too
+        (precision over recall), but only in the reading file's own module and in the modules it
+        imports (read whether or not they are checked): a store in another file counts where it
+        resolves to a candidate, so that an unresolved store in an unrelated file (a test's
+        ``model.embed_tokens = ...``) does not make a file's verdict depend on whether that file
+        is checked beside it."""
         key = (attr, frozenset(cands))
         if key not in self._store_memo:
             self._self_stores[key] = set()
             self._store_memo[key] = self._scan_stores(attr, cands, self._self_stores[key])
-        return self._store_memo[key] or (module, cls, tuple(chain)) in self._self_stores[key]
+        hit, unresolved_in = self._store_memo[key]
+        return hit or module in unresolved_in or (module, cls, tuple(chain)) in self._self_stores[key]
 
-    def _scan_stores(self, attr: str, cands: set, self_stores: set) -> bool:
-        r = self.resolver
-        result = False
+    def _stored_in_imports(self, attr: str, cands: set, module: str) -> bool:
+        """Whether a module that ``module`` imports stores ``attr`` where it cannot be resolved or
+        onto a candidate (asked only of a read about to be reported: it reads those modules)."""
+        unresolved_in = self._store_memo[(attr, frozenset(cands))][1]
+        return any(m in unresolved_in or self._module_stores(m, attr, cands) for m in self._imported(module))
+
+    def _imported(self, module: str) -> list[str]:
+        """The project modules whose names ``module`` imports (``from .patch import patch``)."""
+        memo = self._store_memo.setdefault(("imported",), {})
+        if module not in memo:
+            s = self.project.summary(module) or {}
+            found = set()
+            imports = list(s.get("imports", {}).values())
+            scopes = list(s.get("functions", {}).values()) + [m for c in s.get("classes", {}).values()
+                                                              for m in c["methods"].values()]
+            for scope in scopes:  # `from .patch import patch` inside a function
+                imports += [d[1:] for ds in scope.get("locals", {}).values() for d in ds if d[0] == "import"]
+            for target, attr, level in imports:
+                absm = self._absolute(module, target, level)
+                for m in (absm, f"{absm}.{attr}" if absm and attr else None):
+                    if m and m != module and self.project.summary(m) is not None:
+                        found.add(m)
+            memo[module] = sorted(found)
+        return memo[module]
+
+    def _absolute(self, module: str, target: str, level: int) -> str | None:
+        """The module ``from {'.' * level}{target} import ...`` names in ``module``."""
+        if level == 0:
+            return target or None
+        parts = module.split(".") if self.project.is_package(module) else module.split(".")[:-1]
+        if level - 1 > len(parts):
+            return None
+        parts = parts[:len(parts) - (level - 1)]
+        return ".".join(parts + ([target] if target else [])) or None
+
+    def _module_stores(self, module: str, attr: str, cands: set) -> bool:
+        """Whether ``module`` (checked or not) has a store of ``attr`` that cannot be resolved or
+        that resolves onto a candidate (not through its own ``self``)."""
+        memo = self._store_memo.setdefault(("module-stores",), {})
+        key = (module, attr, frozenset(cands))
+        if key not in memo:
+            s = self.project.summary(module) or {}
+            memo[key] = any(self._store_verdict(module, s, *st, attr=attr, cands=cands) in ("hit", "unresolved")
+                            for st in s.get("stores", ()))
+        return memo[key]
+
+    def _scan_stores(self, attr: str, cands: set, self_stores: set) -> tuple[bool, set[str]]:
+        """``(a store resolved onto a candidate, the modules holding a store that cannot be
+        resolved)``; ``self_stores`` gets the ``self.x.attr = ...`` stores onto a candidate."""
+        unresolved: set[str] = set()
         for st, chain, stored, cls, fline in self.stores:
-            if stored not in (attr, "*"):
-                continue
-            # `setattr(obj, name, v)` with a computed name counts only where obj resolves to a
-            # candidate: such generic setters (config objects, module surgery) are everywhere
-            computed = stored == "*"
-            if chain is None:
-                if computed:
-                    continue
-                result = True
-                break
-            if fline is None:  # module level: a class object, or something we cannot follow
-                sym = r.resolve_dotted(st.module, ".".join(chain))
-                if sym is None or sym[0] != "class":
-                    if computed:
-                        continue
-                    result = True
-                    break
-                try:
-                    if any((sym[1], sym[2]) in r.mro(c) for c in cands):
-                        result = True
-                        break
-                except Unresolved:
-                    result = True
-                    break
-                continue
-            scope = scopes_by_line(st.summary).get((cls, fline))
-            got = None if scope is None else r.chain_candidates(
-                tuple(chain), st.module, (st.module, cls) if cls else None, scope)
-            if got is None:
-                if computed:
-                    continue
-                result = True
-                break
-            if got & set(cands):
-                if chain[0] == scope.get("self"):
-                    # `self.lm.start_layer = ...` sets it on that one object: it counts for reads
-                    # of the same receiver in the same class only
-                    self_stores.add((st.module, cls, tuple(chain)))
-                    continue
-                result = True  # through a parameter or a local: any instance may get it
-                break
-        return result
+            got = self._store_verdict(st.module, st.summary, chain, stored, cls, fline, attr=attr, cands=cands)
+            if got == "hit":
+                return True, unresolved
+            if got == "unresolved":
+                unresolved.add(st.module)
+            elif got == "self":
+                self_stores.add((st.module, cls, tuple(chain)))
+        return False, unresolved
+
+    def _store_verdict(self, module: str, summary: dict, chain, stored, cls, fline, *, attr: str, cands: set):
+        """One store of ``module``: ``"hit"`` (onto a candidate, any instance), ``"self"``
+        (``self.lm.attr = ...`` onto a candidate: that one object), ``"unresolved"`` or ``None``."""
+        if stored not in (attr, "*"):
+            return None
+        r = self.resolver
+        # `setattr(obj, name, v)` with a computed name counts only where obj resolves to a
+        # candidate: such generic setters (config objects, module surgery) are everywhere
+        computed = stored == "*"
+        if chain is None:
+            return None if computed else "unresolved"
+        if fline is None:  # module level: a class object, or something we cannot follow
+            sym = r.resolve_dotted(module, ".".join(chain))
+            if sym is None or sym[0] != "class":
+                return None if computed else "unresolved"
+            try:
+                return "hit" if any((sym[1], sym[2]) in r.mro(c) for c in cands) else None
+            except Unresolved:
+                return "unresolved"
+        scope = scopes_by_line(summary).get((cls, fline))
+        got = None if scope is None else r.chain_candidates(tuple(chain), module, (module, cls) if cls else None, scope)
+        if got is None:
+            return None if computed else "unresolved"
+        if got & set(cands):
+            # `self.lm.start_layer = ...` sets it on that one object: it counts for reads of the
+            # same receiver in the same class only; through a parameter or a local, any instance
+            return "self" if chain[0] == scope.get("self") else "hit"
+        return None
 
     def _finding(self, st: FileState, read: dict, cands: list[ClassKey], common: dict) -> Finding:
         rule, attr = self.rule, read["attr"]
@@ -242,9 +294,21 @@ class RuleRunner:
             fixed = f'getattr({receiver}.{dotted}, "{attr}")'
         else:
             fixed = f"{receiver}.{dotted}.{attr}"
-        message = rule.message.format(receiver=receiver, wrapper=wrapper, attr=attr, inner=inner,
-                                      path=dotted, where=where, fixed=fixed)
+        owner = self._property_owner(st, read)
+        fields = dict(receiver=receiver, wrapper=wrapper, attr=attr, inner=inner, path=dotted, where=where, fixed=fixed)
+        if owner and rule.property_message:
+            message = rule.property_message.format(owner=owner, **fields)
+        else:
+            message = rule.message.format(**fields)
         explanation = self._explain(receiver, cands, attr, path, trails, defs)
+        witness = {"ranks": "every rank the line runs on (often only pipeline-parallel ranks > 0)", "config": {}}
+        if owner:
+            # an AttributeError raised in a property getter reads as the attribute being absent
+            # (Python's getattr with a default and hasattr catch it)
+            explanation.append(f"`{owner}.{attr}` is a property that returns this read: it raises AttributeError, "
+                               f"so `hasattr(x, \"{attr}\")` is False and `getattr(x, \"{attr}\", default)` "
+                               f"gives the default on every `{owner}`")
+            witness = {"ranks": "every rank that reads the property", "config": {}}
         fix = None
         help = f"Read `{fixed}`"
         maybe_none = [(ck, step) for k in cands for ck, step, step_cands, _ in trails[k][:-1] if NONE_KEY in step_cands]
@@ -268,8 +332,18 @@ class RuleRunner:
             row=read["line"], column=read["col"] + 1, end_row=read["end_line"], end_column=read["end_col"] + 1,
             fix=fix, url=rule.url, noqa_row=read["line"], explanation=explanation, help=help,
             fix_data={"chain": list(read["chain"]), "path": list(path), "attr": attr, "kind": read["kind"]},
-            witness={"ranks": "every rank the line runs on (often only pipeline-parallel ranks > 0)", "config": {}},
+            witness=witness,
         )
+
+    def _property_owner(self, st: FileState, read: dict) -> str | None:
+        """The class of ``read`` when the read is in a property getter of the attribute's own
+        name (``@property def start_layer(self): return self.model.start_layer``), else ``None``."""
+        cls, attr = read["class"], read["attr"]
+        rec = st.summary["classes"].get(cls) if cls else None
+        if rec is None or attr not in rec.get("properties", ()):
+            return None
+        scope = rec["methods"].get(attr)  # the getter (a setter of the same name replaces it)
+        return cls if scope is not None and scope["line"] == read["function"] else None
 
     def _explain(self, receiver, cands, attr, path, trails, defs) -> list[str]:
         r = self.resolver

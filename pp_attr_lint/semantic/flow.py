@@ -39,6 +39,9 @@ def guards_chain(test: ast.AST, chains: set) -> None:
     for sub in fast_walk(test):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in ("isinstance", "hasattr", "getattr") and sub.args:
             c = ref_chain(sub.args[0])
+            if c is None and isinstance(sub.args[0], ast.Subscript):  # `isinstance(x.layers[i], ...)`
+                base = ref_chain(sub.args[0].value)
+                c = None if base is None else ("#index", *base, ast.dump(sub.args[0].slice))
             if c is None:
                 continue
             if sub.func.id == "isinstance":

@@ -96,6 +96,8 @@ class PlaceholderCollector(FlowWalker):
         super().__init__(lines, fn, cls)
         self.out = out
         self.names = names
+        # locals assigned a chain once, unconditionally (`layers = self.model.layers`): name -> chain
+        self.aliases: dict[str, tuple | None] = {}
 
     def use(self, kind: str, chain, attr, node, guard, guarded: bool, extra=None) -> None:
         if self.inner is not None and (chain[0] != self.self_name or chain[0] in self.inner[2]):
@@ -103,16 +105,86 @@ class PlaceholderCollector(FlowWalker):
         self.out["uses"].append((kind, self.cls, self.fn.lineno, chain, attr, self.pos(node), guard, guarded, extra))
 
     def loop_binding(self, target, it):
-        src = loop_source(it)
-        if src is None:
-            return None
-        var = loop_var(target, src[1])
-        return None if var is None else (var, (src[0], self.iter_info(it, src[1])))
+        src = self.loop_of(it)
+        if src is not None:
+            var = loop_var(target, src[1])
+            return None if var is None else (var, (src[0], self.iter_info(it, src[1], not src[2])))
+        rng = self.range_len(it)
+        if rng is not None and isinstance(target, ast.Name):  # `for i in range(len(x.layers))`
+            return ("#range:" + target.id, (rng, self.iter_info(it, False, False)))
+        return None
 
-    def iter_info(self, it: ast.AST, enumerated: bool) -> tuple:
+    def iter_info(self, it: ast.AST, enumerated: bool, rewritable: bool = True) -> tuple:
         """(position of the loop's iterable, enumerated, whether a fix can rewrite it)."""
-        simple = not enumerated or (isinstance(it, ast.Call) and len(it.args) == 1 and not it.keywords)
+        simple = rewritable and (not enumerated or (isinstance(it, ast.Call) and len(it.args) == 1
+                                                    and not it.keywords))
         return (self.pos(it), enumerated, simple)
+
+    def loop_of(self, it: ast.AST) -> tuple | None:
+        """``(chain, enumerated, aliased)`` of a loop over every slot: :func:`loop_source`, or a
+        local that aliases a chain (``layers = self.model.layers; for layer in layers``)."""
+        src = loop_source(it)
+        if src is not None:
+            return (src[0], src[1], False)
+        enum = isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "enumerate" and it.args
+        inner = it.args[0] if enum else it
+        if isinstance(inner, ast.Name) and self.aliases.get(inner.id):
+            return (self.aliases[inner.id], bool(enum), True)
+        return None
+
+    def range_len(self, it: ast.AST) -> tuple | None:
+        """The chain of ``range(len(chain))`` (or of a local aliasing it), else ``None``."""
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and len(it.args) == 1 and not it.keywords):
+            return None
+        n = it.args[0]
+        if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "len" and len(n.args) == 1):
+            return None
+        a = n.args[0]
+        c = self.aliases.get(a.id) if isinstance(a, ast.Name) else ref_chain(a)
+        return c if c is not None and len(c) >= 2 else None
+
+    def slot(self, node: ast.AST, loops: dict) -> tuple | None:
+        """``(list chain, loop variable text, iter info, guard chains)`` when ``node`` is a slot of
+        a loop over every slot: the loop variable ``v`` or ``x.layers[i]`` in ``range(len(...))``
+        (a test of the slot or of ``i`` itself, ``if i < self.start_layer: continue``, guards it)."""
+        if isinstance(node, ast.Name) and node.id in loops:
+            src, info = loops[node.id]
+            return (src, node.id, info, ((node.id,),))
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) \
+                and "#range:" + node.slice.id in loops:
+            base = ref_chain(node.value)
+            src, info = loops["#range:" + node.slice.id]
+            if base == src:
+                return (src, f"{'.'.join(base)}[{node.slice.id}]", info,
+                        (("#index", *base, ast.dump(node.slice)), (node.slice.id,)))
+        return None
+
+    @staticmethod
+    def slot_guarded(gchains, attr, guarded) -> bool:
+        return any(is_guarded(c, attr if len(c) > 1 else None, guarded) for c in gchains)
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            self.unpacked_call(targets, stmt.value, guard, guarded, protected, loops)
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    c = ref_chain(stmt.value) if len(targets) == 1 else None
+                    seen = t.id in self.aliases
+                    self.aliases[t.id] = c if not seen and guard == TRUE and c is not None and len(c) >= 2 else None
+        super().stmt(stmt, guard, guarded, protected, loops)
+
+    def unpacked_call(self, targets, value, guard, guarded, protected, loops) -> None:
+        """``h, r = layer(...)`` in a loop over every slot: a placeholder returns its first
+        argument, so the unpacking fails on it (recorded as a ``loop`` use of ``()``)."""
+        if not (len(targets) == 1 and isinstance(targets[0], (ast.Tuple, ast.List)) and isinstance(value, ast.Call)):
+            return
+        slot = self.slot(value.func, loops)
+        if slot is not None:
+            src, var, info, gchains = slot
+            self.use("loop", src, "()", value, guard, protected or self.slot_guarded(gchains, None, guarded),
+                     (var, *info))
 
     def assign(self, targets, value, guard) -> None:
         for t in targets:
@@ -150,6 +222,10 @@ class PlaceholderCollector(FlowWalker):
         elif chain is not None and len(chain) == 1 and chain[0] in loops:
             src, info = loops[chain[0]]
             self.use("loop", src, node.attr, node, guard, protected or is_guarded(chain, node.attr, guarded), (chain[0], *info))
+        elif isinstance(recv, ast.Subscript) and self.slot(recv, loops) is not None:
+            src, var, info, gchains = self.slot(recv, loops)
+            self.use("loop", src, node.attr, node, guard,
+                     protected or self.slot_guarded(gchains, node.attr, guarded), (var, *info))
         elif isinstance(recv, ast.Subscript):
             base = ref_chain(recv.value)
             consts = self.inner[1] if self.inner is not None else None
@@ -237,7 +313,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
     # assignment (and its real twin beside it), a make_layers list, a read through a name that may
     # hold a placeholder, an alias into lm_head, a tied weight, a fixed slot or a loop of a list
     triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "tie_weights(", "lm_head =",
-                                                   ".layers[", ".layers:", ".layers)"})
+                                                   ".layers[", ".layers:", ".layers)", ".layers\n"})
 
     def worth(fn) -> bool:
         body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
@@ -578,13 +654,26 @@ class Values:
             mro = self.r.mro(key)
         except Exception:
             return None
+        try:  # the __init__s that run for `key`: a base's that is skipped builds nothing
+            ran = {(owner, scope["line"]) for owner, scope in self.r.executed_inits(key)}
+        except Exception:
+            ran = None
         for entry in mro:
             if entry[0] == "<external>":
                 continue
             mf = self.module_facts(entry[0]) or {}
-            guards = [g for c, a, _line, g in mf.get("lists", ()) if c == entry[1] and a == attr]
-            if guards:
-                return entry, f_or(*guards)
+            built = [(line, g) for c, a, line, g in mf.get("lists", ()) if c == entry[1] and a == attr]
+            if built and ran is not None:
+                methods = self.r.class_record(entry)["methods"]
+                init = methods.get("__init__")
+                if init is not None and (entry, init["line"]) not in ran:
+                    # `nn.Module.__init__(self)` in a subclass: the base's `make_layers` never runs
+                    def method_of(line):
+                        return max(((sc["line"], n) for n, sc in methods.items() if sc["line"] <= line),
+                                   default=(0, None))[1]
+                    built = [(line, g) for line, g in built if method_of(line) != "__init__"]
+            if built:
+                return entry, f_or(*(g for _, g in built))
         return None
 
     def constructions(self, key) -> list:

@@ -143,6 +143,8 @@ class LayerRangeOnSelf(Rule):
                 sub = (st.module, cname)
                 if sub == key or not _may_set(crec, attr):
                     continue
+                if not r.may_derive(sub, key):
+                    continue  # e.g. a config class on an uninstalled package's base
                 try:
                     if key in r.mro(sub) and r.attribute_status(sub, attr) != "absent":
                         return True

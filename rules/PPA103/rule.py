@@ -40,17 +40,33 @@ def _loop_may_read(data: bytes, i: int) -> bool:
         pos = end + 1
     if not body or body[0].startswith(b"if isinstance(" + var + b", PPMissingLayer)"):
         return False
-    return re.search(rb"\b" + var + rb"\.\w", b"\n".join(body)) is not None
+    # `v.attr`, a call `v(...)`, or a slot `x[v].attr` / `x[v](...)` of `range(len(x))`
+    return re.search(rb"\b" + var + rb"(?:\s*\.\s*\w|\s*\(|\s*\]\s*[.(])", b"\n".join(body)) is not None
+
+
+# a local that aliases a list, `layers = self.model.layers`, looped over later
+_ALIAS = re.compile(rb"^[ \t]*(\w+)[ \t]*=[ \t]*[\w.]+\.layers[ \t]*(?:#[^\n]*)?$", re.M)
+
+
+def _alias_looped(data: bytes) -> bool:
+    """Whether ``data`` aliases a ``.layers`` list in a local and loops over it or its length."""
+    for m in _ALIAS.finditer(data):
+        name = re.escape(m.group(1))
+        if re.search(rb"\bin\s+(?:enumerate\(\s*)?" + name + rb"\b|\blen\(\s*" + name + rb"\s*\)", data):
+            return True
+    return False
 
 
 class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
     kinds = ("loop",)
 
     def prefilter(self, data: bytes) -> bool:
-        """The file has ``in ... .layers:`` / ``in enumerate(... .layers)``
-        where the loop may read an attribute of the element: a ``for`` statement counts unless its
-        body never reads ``var.`` or opens with ``if isinstance(var, PPMissingLayer)``; any other
-        shape (a generator expression) counts.  The list may come from ``make_layers`` in another
+        """The file has ``in ... .layers:`` / ``in enumerate(... .layers)`` / ``in
+        range(len(... .layers))`` where the loop may read an attribute of the element or call it:
+        a ``for`` statement counts unless its body never reads ``var.``, calls ``var(`` or reads a
+        slot ``[var].`` / ``[var](``, or opens with ``if isinstance(var, PPMissingLayer)``; any other
+        shape (a generator expression) counts, and so does a local aliasing a ``.layers`` list that
+        is looped over (``layers = self.model.layers``).  The list may come from ``make_layers`` in another
         file (a wrapper looping over ``self.model.layers``), so ``make_layers`` need not occur."""
         i = data.find(b".layers")
         while i >= 0:
@@ -58,7 +74,7 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
                     and _loop_may_read(data, i):
                 return True
             i = data.find(b".layers", i + 7)
-        return False
+        return b".layers" in data and _alias_looped(data)
 
     def check(self, ctx):
         # one finding per loop (its first unguarded read): the fix rewrites the loop once
@@ -86,9 +102,15 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         if env is None:
             return None
         recv, lst = ".".join(chain[:-1]), chain[-1]
-        message = (f"The loop walks every slot of `{recv}.{lst}`, which `make_layers` fills with `PPMissingLayer` "
-                   f"outside `[start_layer, end_layer)`; `{var}.{attr}` raises AttributeError on the first "
-                   f"placeholder, on every pipeline-parallel rank when pipeline_parallel_size >= 2.")
+        if attr == "()":  # `h, r = layer(...)`: a placeholder returns its first argument
+            message = (f"The loop calls every slot of `{recv}.{lst}`, which `make_layers` fills with `PPMissingLayer` "
+                       f"outside `[start_layer, end_layer)`; a placeholder returns its first argument, so unpacking "
+                       f"what `{var}(...)` returns fails on the first placeholder, on every pipeline-parallel rank "
+                       f"when pipeline_parallel_size >= 2.")
+        else:
+            message = (f"The loop walks every slot of `{recv}.{lst}`, which `make_layers` fills with `PPMissingLayer` "
+                       f"outside `[start_layer, end_layer)`; `{var}.{attr}` raises AttributeError on the first "
+                       f"placeholder, on every pipeline-parallel rank when pipeline_parallel_size >= 2.")
         explanation = [how, f"no `isinstance({var}, PPMissingLayer)` / `hasattr` guard, slice or "
                             f"`range(start_layer, end_layer)` limits the loop"]
         fix = None

@@ -86,6 +86,10 @@ class _Function:
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
         self.quant_derived: set[str] = set()  # names computed from `self.quant_config`
+        # (first, last line of a block, first, last line of a block no test in it covers): the
+        # body of an `if` and its `else:`, and a loop's body and its `else:` (run when no
+        # iteration broke out: a test in the body that skips to the next item never ran for it)
+        self.apart: list[tuple[int, int, int, int]] = []
         scopes: list = []
         self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
         for node in _own_nodes(fn, scopes):
@@ -125,6 +129,9 @@ class _Function:
                 # against literals (`weight_name in ["w1", "v1"]`) picks a mapping, it tests no key
                 within = frozenset(n.id for c in node.comparators for n in _fast_walk(c) if isinstance(n, ast.Name))
                 self.guards.extend((node.lineno, n.id, within) for n in _fast_walk(node.left) if isinstance(n, ast.Name))
+            elif isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)) and node.orelse:
+                self.apart.append((node.body[0].lineno, node.body[-1].end_lineno,
+                                   node.orelse[0].lineno, node.orelse[-1].end_lineno))
             elif isinstance(node, ast.Try):
                 if any(_catches_key_error(h) for h in node.handlers):
                     self.catches.append((node.body[0].lineno, node.body[-1].end_lineno))
@@ -166,13 +173,19 @@ class _Function:
                 todo.extend(self.derived.get(n, ()))
         return seen
 
-    def guarded(self, name: str, line: int) -> bool:
-        """Whether a skip or membership test on ``name`` (or a name it was computed from) comes
-        before ``line`` in this function, or a ``try`` around it catches ``KeyError``."""
-        names = self.roots(name)
+    def guarded(self, names: set[str], line: int) -> bool:
+        """Whether a skip or membership test on the key made of ``names`` (or a name they were
+        computed from) comes before ``line`` in this function, on a path to it (not in a block
+        whose ``else:`` holds the line), or a ``try`` around it catches ``KeyError``."""
+        names = set().union(*(self.roots(n) for n in names))
         strings = names - self.all_dicts()  # the key and the strings it was made from
-        return any(gl <= line and g in names and not (within & strings) for gl, g, within in self.guards) or any(
-            a <= line <= b for a, b in self.catches)
+        return any(gl <= line and g in names and not (within & strings) and self._reaches(gl, line)
+                   for gl, g, within in self.guards) or any(a <= line <= b for a, b in self.catches)
+
+    def _reaches(self, guard: int, line: int) -> bool:
+        """Whether a test at line ``guard`` can have run on the way to ``line``: not when it lies
+        in a block and ``line`` in that block's ``else:``."""
+        return not any(a <= guard <= b and c <= line <= d for a, b, c, d in self.apart)
 
 
 def _names_in(expr) -> tuple[set[str], bool]:
@@ -332,18 +345,20 @@ def _judge(lw, methods, module_funcs, lines) -> list:
                     return None  # no name to follow
                 if caller.opaque:
                     return None  # the caller decides on ranks in a way not read here
-                # a name computed at the call (`n.replace(...)`) is covered by a test on what it came from
-                if not any(covers(caller, n, call.lineno, depth + 1) for n in names):
+                # a key computed at the call (`n.replace(w, p)`) is covered by a test of what it was
+                # made from, a test that is not a substring test on one of its parts (`w in n`)
+                if not covers(caller, set(names), call.lineno, depth + 1):
                     return False
         return True if found else None
 
-    def covers(f: _Function, name: str, line: int, depth: int) -> bool:
-        if f.guarded(name, line):
+    def covers(f: _Function, names: set[str], line: int, depth: int) -> bool:
+        if f.guarded(names, line):
             return True
         if f is root:
             return False  # load_weights itself: its weights are the whole checkpoint
         # the parameters the key was computed from (`self` is the receiver, not a name's source)
-        params = sorted(p for p in f.roots(name) if p in f.params and not (p == "self" and f.params[0] == "self"))
+        params = sorted({p for n in names for p in f.roots(n)
+                         if p in f.params and not (p == "self" and f.params[0] == "self")})
         if not params:
             return False
         got = [callers_cover(f, f.params.index(p), depth) for p in params]
@@ -360,7 +375,7 @@ def _judge(lw, methods, module_funcs, lines) -> list:
             if sub.value.id not in dicts:
                 continue
             key = sub.slice.id
-            if covers(f, key, sub.lineno, 0):
+            if covers(f, {key}, sub.lineno, 0):
                 continue
             # a key the quantization config maps (`quant_config.get_cache_scale(name)`): only
             # checkpoints that hold such tensors (per-layer KV-cache scales) reach the lookup
@@ -431,5 +446,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=2,
+    version=3,
 )
