@@ -354,9 +354,12 @@ class Values:
         is code the run does not have (:data:`MISSING_CODE`: a base of ``key``, or a class whose
         ``__init__`` it calls, is in a module not found or beyond a relative import), else ``None``:
         then whether a base (re)assigns ``attr`` cannot be told, which is not "never"."""
-        from ..resolve import Unresolved
+        from ..resolve import NONE_KEY, Unresolved
 
         mkey = ("pc", key, attr)
+        if tuple(key) == NONE_KEY:  # the value may be None: holds no placeholder, no class to read
+            self.pc_failure = None
+            return None
         if mkey not in self._memo:
             self._memo[mkey] = (None, None)  # a question asked while it is answered: no answer
             try:
