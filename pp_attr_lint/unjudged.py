@@ -47,6 +47,10 @@ ORDER = tuple(REASONS)
 DEFAULT = "receiver-unresolved"
 # a file the read depends on is there but cannot be used: it does not parse, cannot be read, or vanished
 BROKEN_FILE = frozenset({"syntax-error", "io-error", "file-vanished"})
+# the reasons that say the run lacks code a verdict needs (a module not found, a relative import
+# that leaves the checked tree, an unknown base, a broken file), not that the code cannot be told
+# apart: the rules list such a read as not judged rather than pass it
+MISSING_CODE = frozenset({"module-not-found", "relative-import", "unknown-base"}) | BROKEN_FILE
 
 
 def file_reason(message: str) -> str:

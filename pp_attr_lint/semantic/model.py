@@ -110,8 +110,14 @@ class RankFacts:
         return self.values.placeholder_safe_attrs()
 
     def placeholder_condition(self, key, attr: str):
-        """:meth:`Values.placeholder_condition <pp_attr_lint.semantic.values.Values.placeholder_condition>`."""
+        """:meth:`Values.placeholder_condition <pp_attr_lint.semantic.values.Values.placeholder_condition>`;
+        see :attr:`placeholder_failure` for why it gave ``None``."""
         return self.values.placeholder_condition(key, attr)
+
+    @property
+    def placeholder_failure(self):
+        """What stopped the last :meth:`placeholder_condition`, when it is code the run does not have."""
+        return self.values.pc_failure
 
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""

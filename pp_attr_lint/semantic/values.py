@@ -26,7 +26,7 @@ from ..index.astutil import dotted_name, ref_chain
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY
 from ..resolve import adds_no_attribute
 from ..textio import read_regular
-from ..unjudged import BROKEN_FILE
+from ..unjudged import MISSING_CODE
 from .flow import FlowWalker, bound_in, branches, call_constants, is_guarded, only_called, truthy_only_when
 from .guards import FIRST, LAST, LAYER_COUNT_NAMES, TRUE, atoms, evaluate, f_and, f_not, f_or, rank_atoms, when
 
@@ -40,9 +40,6 @@ LAST_RANK_ATTRS = frozenset({"lm_head"})
 # methods that read attributes of their argument: ParallelLMHead.tie_weights(embed_tokens) reads
 # `embed_tokens.weight` (vllm/model_executor/layers/vocab_parallel_embedding.py)
 ARG_READERS = {"tie_weights": "weight"}
-# the reasons a receiver's class was not found that say the run lacks code, not that the code
-# cannot be told (a plugin checked without vLLM installed): a read then is listed as not judged
-MISSING_CODE = frozenset({"module-not-found", "unknown-base"}) | BROKEN_FILE
 
 
 def index_kind(node: ast.AST, consts: dict | None = None) -> str | None:
@@ -362,6 +359,7 @@ class Values:
         self.m = model
         self._memo: dict = {}
         self.owner_failure = None  # set by list_owners
+        self.pc_failure = None  # set by placeholder_condition
 
     @property
     def ctx(self):
@@ -426,15 +424,40 @@ class Values:
 
     def placeholder_condition(self, key, attr: str):
         """``(formula, where)`` when ``attr`` of an instance of class ``key`` holds a placeholder
-        under ``formula`` after ``__init__``; ``None`` when it never does or cannot be told."""
+        under ``formula`` after ``__init__``; ``None`` when it never does or cannot be told.
+
+        ``None`` leaves :attr:`pc_failure` set to ``(reason, detail, path)`` when what stopped it
+        is code the run does not have (:data:`MISSING_CODE`: a base of ``key``, or a class whose
+        ``__init__`` it calls, is in a module not found or beyond a relative import), else ``None``:
+        then whether a base (re)assigns ``attr`` cannot be told, which is not "never"."""
+        from ..resolve import NONE_KEY, Unresolved
+
         mkey = ("pc", key, attr)
-        if mkey in self._memo:
-            return self._memo[mkey]
-        self._memo[mkey] = None
+        if tuple(key) == NONE_KEY:  # the value may be None: holds no placeholder, no class to read
+            self.pc_failure = None
+            return None
+        if mkey not in self._memo:
+            self._memo[mkey] = (None, None)  # a question asked while it is answered: no answer
+            try:
+                got = (self._placeholder_condition(key, attr), None)
+            except Unresolved as e:
+                why = (e.reason, f"{key[1]}.{attr}: {e.detail}", e.path) if e.reason in MISSING_CODE else None
+                got = (None, why)
+            self._memo[mkey] = got
+        result, self.pc_failure = self._memo[mkey]
+        return result
+
+    def _placeholder_condition(self, key, attr: str):
+        """:meth:`placeholder_condition`; raises :class:`~pp_attr_lint.resolve.Unresolved` when the
+        class's MRO or ``__init__`` chain cannot be read."""
+        from ..resolve import Unresolved
+
         try:
             inits = self.r.executed_inits(key)
             if self.r.attribute_status(key, attr) != "present":
                 return None
+        except Unresolved:
+            raise
         except Exception:
             return None
         executed = {(owner, scope["line"]) for owner, scope in inits}
@@ -463,9 +486,7 @@ class Values:
             later = [g for ln, p, g, e in records if not p and e == entry and ln > line]
             conds.append(f_and(guard, f_not(f_or(*later))) if later else guard)
             where = where or (entry, line)
-        result = (f_or(*conds), where)
-        self._memo[mkey] = result
-        return result
+        return (f_or(*conds), where)
 
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""

@@ -37,7 +37,7 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
         from pp_attr_lint.semantic import guards
-        from pp_attr_lint.semantic.values import MISSING_CODE
+        from pp_attr_lint.unjudged import MISSING_CODE
 
         if kind == "read" and attr in safe:
             return None
@@ -48,13 +48,18 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
             return self.not_judged(ctx, ctx.resolver.why, chain, pos)
         if not owners:
             return None
-        conds, wheres = [], []
+        conds, wheres, missing = [], [], None
         for k in sorted(owners):
             pc = rf.placeholder_condition(k, chain[-1])
-            if pc is None:
+            if pc is None and rf.placeholder_failure is None:
                 return None  # some candidate never holds a placeholder there (or cannot be told)
+            if pc is None:  # its bases lead into code the run does not have
+                missing = missing or rf.placeholder_failure
+                continue
             conds.append(pc[0])
             wheres.append(rf.where(pc[1]))
+        if missing is not None:
+            return self.not_judged(ctx, missing, chain, pos)
         cond = guards.f_or(*conds)
         by_rank = bool(guards.rank_atoms(cond))
         if not by_rank and ctx.summary_function_name(cls, fline) not in ("__init__", *F.ENGINE_METHODS):

@@ -8,9 +8,7 @@ import re
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path
-from pp_attr_lint.unjudged import BROKEN_FILE
-
-_CODE_NOT_HERE = frozenset({"module-not-found", "unknown-base"}) | BROKEN_FILE  # code the run does not have
+from pp_attr_lint.unjudged import MISSING_CODE
 
 
 def _stub_kind(fn) -> str:
@@ -299,7 +297,7 @@ class MissingPPHook(Rule):
             r.check_resolved(key)
             inits = r.executed_inits(key)
         except Unresolved as e:
-            if e.reason not in _CODE_NOT_HERE:
+            if e.reason not in MISSING_CODE:
                 return None
             if not _listed(key[1], rec) and not mine.get("pp_words"):
                 return None  # an explicit base __init__ call in a file that names no PP at all
@@ -482,7 +480,6 @@ def _inherits_protocol(ctx, key):
     """Whether ``SupportsPP`` is on the MRO of ``key`` (``True`` / ``False``), or ``(reason,
     detail, path)`` when a base leads into code the run does not have (a module not found, a
     file that does not parse); other failures (a dynamic base) count as ``False``."""
-    from pp_attr_lint.semantic.values import MISSING_CODE
     from pp_attr_lint.resolve import Unresolved
 
     try:

@@ -9,7 +9,7 @@ from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 from pp_attr_lint.textio import display_path, read_source
-from pp_attr_lint.unjudged import BROKEN_FILE
+from pp_attr_lint.unjudged import MISSING_CODE
 
 
 # characters str.splitlines() breaks at and Python's tokenizer does not
@@ -50,7 +50,7 @@ class SkippedInitAttribute(Rule):
             f = self._judge_class(ctx, key, rec, init)
             if f is not None:
                 out.append(f)
-            elif key in unresolved and unresolved[key].reason in _CODE_NOT_HERE:
+            elif key in unresolved and unresolved[key].reason in MISSING_CODE:
                 # the MRO leads into code the run does not have (a renamed copy whose absolute
                 # imports name the original package, a plugin without vLLM): which base
                 # `__init__` the explicit call skips cannot be told, and that is said
@@ -508,8 +508,6 @@ def _runs(r, mro, name):
     return None
 
 
-# reasons that mean the analysed code lacks what a verdict needs (not a shape the rule cannot read)
-_CODE_NOT_HERE = frozenset({"module-not-found", "unknown-base"}) | BROKEN_FILE
 
 _PLAIN_BASES = {"object", "nn.Module", "torch.nn.Module", "Module", "ABC", "abc.ABC", "Protocol", "Generic"}
 
