@@ -197,6 +197,22 @@ def fast_walk(node):
     return walk(node)
 
 
+def module_classes(tree):
+    """The classes of a parsed module (``tree``, an ``ast.Module``): those at its top level and in
+    its top-level ``if`` / ``try`` blocks (no walk of the whole tree), in source order.  Yields
+    ``ast.ClassDef`` nodes; raises nothing."""
+    import ast
+
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+
+
 def index_spec(rules, everything: bool = False) -> IndexSpec:
     """The :class:`~pp_attr_lint.index.spec.IndexSpec` of ``rules`` (:class:`Rule` instances);
     ``everything``: no prefilter (every file is wanted by every rule; for tests)."""

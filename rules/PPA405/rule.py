@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import Rule, module_classes
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 # the range attributes a make_layers tuple assigns besides the list (vLLM: start, end, list;
@@ -31,20 +31,6 @@ def _ast():
     import ast
 
     return ast
-
-def _classes(tree):
-    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
-    (no walk of the whole tree)."""
-    ast = _ast()
-    todo = list(tree.body)
-    while todo:
-        n = todo.pop(0)
-        if isinstance(n, ast.ClassDef):
-            yield n
-        elif isinstance(n, (ast.If, ast.Try)):
-            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
-            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
-
 
 def _chain(node) -> list | None:
     """``["self", "config", "x"]`` for ``self.config.x``; ``None`` for other expressions."""
@@ -207,7 +193,7 @@ def _collect(tree, lines) -> list:
     def source(node):
         return "".join(lines.lines[node.lineno - 1:node.end_lineno])
 
-    for cls in _classes(tree):
+    for cls in module_classes(tree):
         methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
         lists = set()
         for m in methods:

@@ -5,7 +5,7 @@ stage after the first gets the restart value instead of the previous layer's (se
 
 from __future__ import annotations
 
-from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import Rule, module_classes
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 _PAYLOADS = ("IntermediateTensors", "PPProxyTensors")
@@ -18,20 +18,6 @@ def _ast():
     import ast
 
     return ast
-
-def _classes(tree):
-    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
-    (no walk of the whole tree)."""
-    ast = _ast()
-    todo = list(tree.body)
-    while todo:
-        n = todo.pop(0)
-        if isinstance(n, ast.ClassDef):
-            yield n
-        elif isinstance(n, (ast.If, ast.Try)):
-            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
-            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
-
 
 def _stores(node) -> set:
     """The names ``node`` binds (assignments, loop targets, ``with ... as``, walrus)."""
@@ -135,7 +121,7 @@ def _collect(tree, lines) -> list:
         return "".join(lines.lines[node.lineno - 1:node.end_lineno])
 
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    for cls in _classes(tree):
+    for cls in module_classes(tree):
         for fn in cls.body:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue

@@ -5,7 +5,7 @@ accepts only final output (it raises for every type it does not test for, and do
 
 from __future__ import annotations
 
-from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import Rule, module_classes
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 _PAYLOADS = ("IntermediateTensors", "PPProxyTensors")
@@ -15,20 +15,6 @@ def _ast():
     import ast
 
     return ast
-
-def _classes(tree):
-    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
-    (no walk of the whole tree)."""
-    ast = _ast()
-    todo = list(tree.body)
-    while todo:
-        n = todo.pop(0)
-        if isinstance(n, ast.ClassDef):
-            yield n
-        elif isinstance(n, (ast.If, ast.Try)):
-            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
-            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
-
 
 def _guards():
     from pp_attr_lint.semantic import guards
@@ -97,7 +83,7 @@ def _collect(tree, lines) -> list:
     """``[[class, method, helper, model, line, col, end_line, end_col, raise line, types, env]]``."""
     ast, guards = _ast(), _guards()
     out = []
-    for cls in _classes(tree):
+    for cls in module_classes(tree):
         methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
         helpers = {name: got for name, m in methods.items() if (got := _rejecter(m)) is not None}
         if not helpers:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from pp_attr_lint.rule_api import Rule
+from pp_attr_lint.rule_api import Rule, module_classes
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 # calls that add to a container
@@ -24,20 +24,6 @@ def _ast():
     import ast
 
     return ast
-
-def _classes(tree):
-    """The module's classes: those at its top level and in its top-level ``if`` / ``try`` blocks
-    (no walk of the whole tree)."""
-    ast = _ast()
-    todo = list(tree.body)
-    while todo:
-        n = todo.pop(0)
-        if isinstance(n, ast.ClassDef):
-            yield n
-        elif isinstance(n, (ast.If, ast.Try)):
-            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
-            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
-
 
 def _guards():
     from pp_attr_lint.semantic import guards
@@ -141,7 +127,7 @@ def _collect(tree, lines) -> list:
     def text(node) -> str:
         return "".join(lines.lines[node.lineno - 1:node.end_lineno])
 
-    for cls in _classes(tree):
+    for cls in module_classes(tree):
         if not any(t in text(cls) for t in _GLOBAL_FIRST_TEXT):
             continue  # no reader gated on global rank 0 here
         puts: dict[str, list] = {}
