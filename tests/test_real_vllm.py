@@ -126,14 +126,27 @@ def test_every_default_rule_reports_the_triaged_findings(vllm_release, version):
         assert f["help"], f  # and what to do
 
 
+# the reads PPA002 (on by default) lists as not judged, by reason: wrapper-attribute reads through
+# receivers whose class cannot be told (an unannotated parameter, `Any`), triaged in
+# docs/real-findings.md ("PPA002")
+PPA002_NOT_JUDGED = {BUGGY: {"receiver-unresolved": 19},
+                     FIXED_RELEASE: {"receiver-unresolved": 52, "ambiguous": 1, "dynamic-class": 1}}
+
+
 def test_releases_leave_no_read_unjudged(tree_021: Path, vllm_release):
-    """Every read is judged; the one class left is `RayPPCommunicator`, whose `__init__` calls no
-    base `__init__` (PPA201) and whose base is ray's `Communicator`, which is not installed: whether
-    `SupportsPP` is on its MRO cannot be told."""
-    for root in (tree_021, vllm_release(FIXED_RELEASE)):
+    """Every read of the rules other than PPA002 is judged; the one class left is
+    `RayPPCommunicator`, whose `__init__` calls no base `__init__` (PPA201) and whose base is ray's
+    `Communicator`, which is not installed: whether `SupportsPP` is on its MRO cannot be told.
+    PPA002's are pinned by reason (:data:`PPA002_NOT_JUDGED`)."""
+    for version, root in ((BUGGY, tree_021), (FIXED_RELEASE, vllm_release(FIXED_RELEASE))):
         r = run_cli("check", "vllm", "--no-cache", "--output-format", "json", "--show-unresolved", cwd=root)
         got = [(d["rule"], d["reason"], Path(d["filename"]).relative_to(root).as_posix()) for d in r.not_judged()]
-        assert got == [("PPA201", "module-not-found", "vllm/distributed/device_communicators/ray_communicator.py")], got
+        others = [g for g in got if g[0] != "PPA002"]
+        assert others == [("PPA201", "module-not-found", "vllm/distributed/device_communicators/ray_communicator.py")], got
+        reasons: dict[str, int] = {}
+        for _rule, reason, _path in (g for g in got if g[0] == "PPA002"):
+            reasons[reason] = reasons.get(reason, 0) + 1
+        assert reasons == PPA002_NOT_JUDGED[version], reasons
 
 
 def test_lone_copy_is_checked_as_the_module_it_matches(tree_021: Path, tmp_path, monkeypatch):
