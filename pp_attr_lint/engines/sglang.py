@@ -18,6 +18,7 @@ from ..index.astutil import walk as fast_walk
 from ..resolve import EXTERNAL as EXTERNAL_KEY
 from ..resolve import Unresolved
 from ..semantic.guards import pp_only_test
+from ..semantic.service import Service
 
 
 def _signature_test(value: ast.AST) -> str | None:
@@ -98,21 +99,9 @@ def _registry_attribute(fn) -> str | None:
 
 
 
-class SglangEngine:
+class SglangEngine(Service):
     """SGLang's answers for a :class:`~pp_attr_lint.semantic.model.RankFacts` ``model``
     (memoized per run)."""
-
-    def __init__(self, model):
-        self.m = model
-        self._memo: dict = {}
-
-    @property
-    def ctx(self):
-        return self.m.ctx
-
-    @property
-    def r(self):
-        return self.m.r
 
     def pp_forward_requirement(self, top: str) -> tuple | None:
         """``(parameter, exempt)`` when the engine whose top-level package is ``top`` asserts, with

@@ -16,23 +16,12 @@ from ..resolve import Unresolved
 from ..textio import read_regular
 from ..semantic.flow import raise_guards
 from ..semantic.guards import atoms, f_and, f_not, f_or, satisfying
+from ..semantic.service import Service
 
 
-class VllmEngine:
+class VllmEngine(Service):
     """vLLM's answers for a :class:`~pp_attr_lint.semantic.model.RankFacts` ``model``
     (memoized per run)."""
-
-    def __init__(self, model):
-        self.m = model
-        self._memo: dict = {}
-
-    @property
-    def ctx(self):
-        return self.m.ctx
-
-    @property
-    def r(self):
-        return self.m.r
 
     def feature_refuses_pp(self, flag: str):
         """Whether the analysed tree refuses pipeline parallelism whenever the config flag ``flag``

@@ -5,6 +5,7 @@
 * :mod:`.values`: what an attribute holds on each rank (placeholders, ``make_layers`` lists);
 * :mod:`.calls`: callers of a method and the guards of their calls, boolean helpers;
 * :mod:`.reader`: the one reader of the analysed tree's files;
+* :mod:`.service`: the base of those services (a memo of its own, the file checked, the resolver);
 * :mod:`.model`: :class:`~.model.RankFacts`, the object a rule asks, which ties them together
   with the engines' facts (:mod:`pp_attr_lint.engines`).
 

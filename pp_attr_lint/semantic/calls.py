@@ -11,6 +11,7 @@ from ..index.astutil import dotted_name, ref_chain
 from .flow import CallWalker
 from .guards import FIRST, LAST, TRUE, atoms, f_and, f_not, f_or, formula, satisfying, substitute
 from .reader import NOT_ACCEPTED
+from .service import Service
 
 # the most files holding a method's name that Calls.caller_rank reads to follow its callers
 MAX_CALLER_FILES = 200
@@ -40,20 +41,8 @@ def accepts(fn: ast.FunctionDef, call: ast.Call) -> bool:
     return all(r in bound for r in required)
 
 
-class Calls:
+class Calls(Service):
     """The call graph's answers for a :class:`~.model.RankFacts` ``model`` (memoized per run)."""
-
-    def __init__(self, model):
-        self.m = model
-        self._memo: dict = {}
-
-    @property
-    def ctx(self):
-        return self.m.ctx
-
-    @property
-    def r(self):
-        return self.m.r
 
     def satisfying(self, f, local, cls: str | None, fline: int):
         """:func:`satisfying` of ``f`` (which holds the guard ``local`` of a line of this file, in

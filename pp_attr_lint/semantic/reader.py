@@ -8,6 +8,7 @@ import ast
 
 from ..index.astutil import walk as fast_walk
 from ..textio import read_regular
+from .service import Service
 
 # a store the question of TreeReader.attribute_stores cannot use: the judge's answer that stops it
 NOT_ACCEPTED = object()
@@ -33,21 +34,9 @@ def target_names_of(stmt) -> set:
     return set()
 
 
-class TreeReader:
+class TreeReader(Service):
     """Reads the ``.py`` files of the analysed tree for a :class:`~.model.RankFacts` (``model``:
     its ``ctx``, the file being checked, changes as the run goes; memoized per run)."""
-
-    def __init__(self, model):
-        self.m = model
-        self._memo: dict = {}
-
-    @property
-    def ctx(self):
-        return self.m.ctx
-
-    @property
-    def r(self):
-        return self.m.r
 
     def scan_dirs(self) -> tuple | None:
         """Where callers of this file's methods can be: ``(folder, module prefix)`` of the checked

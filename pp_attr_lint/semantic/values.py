@@ -29,6 +29,7 @@ from ..textio import read_regular
 from ..unjudged import MISSING_CODE
 from .flow import FlowWalker, bound_in, branches, call_constants, is_guarded, only_called, truthy_only_when
 from .guards import FIRST, LAST, LAYER_COUNT_NAMES, TRUE, atoms, evaluate, f_and, f_not, f_or, rank_atoms, when
+from .service import Service
 
 # attribute names that vLLM and SGLang models assign a placeholder to on ranks that do not own
 # them (llama.py, qwen2.py, ...: `embed_tokens`, `norm`, `lm_head`; gpt2/bloom: `wte`, `ln_f`)
@@ -351,23 +352,14 @@ def _init_line(r, entry) -> int | None:
     return None if scope is None else scope["line"]
 
 
-class Values:
+class Values(Service):
     """What an attribute holds on each rank, for a :class:`~.model.RankFacts` ``model``
     (memoized per run)."""
 
     def __init__(self, model):
-        self.m = model
-        self._memo: dict = {}
+        super().__init__(model)
         self.owner_failure = None  # set by list_owners
         self.pc_failure = None  # set by placeholder_condition
-
-    @property
-    def ctx(self):
-        return self.m.ctx
-
-    @property
-    def r(self):
-        return self.m.r
 
     def module_facts(self, module: str) -> dict | None:
         s = self.ctx.project.summary(module)
