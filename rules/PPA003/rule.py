@@ -123,7 +123,7 @@ class LayerRangeOnSelf(Rule):
             attr = read["attr"]
             message = (f"`{read['class']}` reads `self.{attr}`, but neither it nor any class on its MRO sets "
                        f"`{attr}` (only the models built with `make_layers` and the pools given a layer range do), "
-                       f"and no subclass in the checked files sets it: AttributeError on every call.")
+                       f"and no subclass in the analysed tree sets it: AttributeError on every call.")
             explanation = [f"MRO: {' -> '.join(e[1] if e[0] != EXTERNAL else e[1].rsplit('.', 1)[-1] for e in mro)}",
                            f"`{read['class']}()` runs {', '.join(o[1] + '.__init__' for o, _ in r.executed_inits(key)) or 'no project __init__'}"]
             help = (f"Set `self.{attr}` in `{read['class']}.__init__` (from `make_layers(...)`, or from the layer "
@@ -150,6 +150,40 @@ class LayerRangeOnSelf(Rule):
                         return True
                 except Unresolved:
                     return True  # cannot tell: a subclass may set it
+        return self._tree_subclass_sets(ctx, key, attr)
+
+    def _tree_subclass_sets(self, ctx, key, attr) -> bool:
+        """Whether a subclass of ``key`` anywhere in the analysed tree (the class headers of every
+        file, read by :meth:`~pp_attr_lint.semantic.reader.TreeReader.class_graph`, whichever
+        files were named) sets ``attr``: a mixin's ``self.start_layer`` is its host's
+        (``ModelRunner(ModelRunnerKVCacheMixin)`` sets it in ``initialize``).  ``True`` (cannot
+        tell) when the tree cannot be read or a subclass cannot be resolved."""
+        from pp_attr_lint.resolve import Unresolved
+        from pp_attr_lint.semantic.model import RankFacts
+
+        reader = RankFacts.of(ctx).reader
+        graph = reader.class_graph()
+        if graph is None:
+            return True
+        name = key[1].rsplit(".", 1)[-1]
+        subs, todo = set(), [name]
+        while todo:
+            for sub in graph.get(todo.pop(), ()):
+                if sub not in subs and sub != name:
+                    subs.add(sub)
+                    todo.append(sub)
+        r = ctx.resolver
+        for sub_name in sorted(subs):
+            for item in reader.tree_file_paths(f"class {sub_name}".encode()) or ():
+                sub = (item[1], sub_name)
+                try:
+                    rec = r.class_record(sub)
+                    if not _may_set(rec, attr) or not r.may_derive(sub, key):
+                        continue
+                    if key in r.mro(sub) and r.attribute_status(sub, attr) != "absent":
+                        return True
+                except Unresolved:
+                    return True
         return False
 
 
