@@ -19,6 +19,7 @@ The semantics follow CPython and ``torch.nn.Module``:
 from __future__ import annotations
 
 import fnmatch
+import sys
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -296,6 +297,9 @@ class Resolver:
         if any(b.split(".", 1)[0] == top for b in self.settings.attributeless_bases):
             return self._fail(reason, f"`{qualified}` is outside the analysed code (`{top}` is never read from source)")
         if self.src.summary(top) is None and not self.src.is_package(top):
+            if top in sys.stdlib_module_names:
+                # nothing to install: what a standard-library call returns is not read
+                return self._fail("receiver-unresolved", f"`{qualified}` is in the standard library, which is not read")
             return self._fail("module-not-found", f"`{qualified}`: module `{top}` not found")
         return self._fail(reason, f"`{qualified}` is outside the analysed code")
 
