@@ -72,6 +72,9 @@ def _commands(text: str) -> list[str]:
     return out
 
 
+_OTHER_TOOLS = ("pip", "python", "python3", "unzip", "git")
+
+
 def unknown_options(text: str, parser: argparse.ArgumentParser) -> list[str]:
     """``(subcommand, option)`` pairs of ``text`` that the subcommand's parser does not accept
     as ``"check --xyz"`` strings; an option in prose, with no
@@ -93,7 +96,10 @@ def unknown_options(text: str, parser: argparse.ArgumentParser) -> list[str]:
             opt = w.split("=", 1)[0]
             if _OPTION.fullmatch(opt) and opt not in accepted:
                 bad.append(f"{sub} {opt}")
-    for opt in set(_OPTION.findall(text)):
+    # an option of another tool's command line (`pip download --no-deps`) is that tool's
+    others = "\n".join(line for block in _FENCE.findall(text) for line in block.splitlines()
+                       if line.strip().split(" ", 1)[0] in _OTHER_TOOLS)
+    for opt in set(_OPTION.findall(text)) - set(_OPTION.findall(others)):
         if opt not in every:
             bad.append(f"(any) {opt}")
     return sorted(set(bad))
