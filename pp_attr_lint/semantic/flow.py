@@ -428,6 +428,16 @@ def bound_in(fn) -> frozenset[str]:
     return frozenset(out)
 
 
+def unwrap_with(body: list):
+    """The statements of ``body``, with the bodies of ``with`` blocks (at any depth) in their
+    place: they run once, in sequence, on every rank that reaches them."""
+    for st in body:
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            yield from unwrap_with(st.body)
+        else:
+            yield st
+
+
 def only_called(outer, name: str) -> bool:
     """Whether every use of ``name`` in function ``outer`` calls it (``name(...)``): it is not
     handed out, returned, rebound or deleted, so its calls are all its runs."""
