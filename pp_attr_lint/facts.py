@@ -78,6 +78,13 @@ MAKE_LAYERS = "make_layers"
 RANGE_ATTRIBUTES = ("start_layer", "end_layer")
 FIRST_RANK_PREDICATE = "is_first_rank"
 LAST_RANK_PREDICATE = "is_last_rank"
+# both, for a text search (a rule's prefilter, before any parse)
+RANK_PREDICATE_NAMES = (LAST_RANK_PREDICATE, FIRST_RANK_PREDICATE)
+# tests true only on global rank 0, which is on the first pipeline stage: vLLM's
+# `is_global_first_rank()` (vllm/distributed/parallel_state.py) and
+# `torch.distributed.get_rank() == 0`; vLLM lays ranks out as (data, pipeline, tensor) with the
+# tensor rank innermost, so global rank 0 is on the first stage
+GLOBAL_FIRST_RANK_TESTS = ("is_global_first_rank()", "get_rank() == 0")
 PP_PROTOCOL = "SupportsPP"
 PP_HOOK = "make_empty_intermediate_tensors"
 

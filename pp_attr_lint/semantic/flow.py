@@ -350,6 +350,14 @@ class FunctionGuards(FlowWalker):
         got = self.walked().get(id(node))
         return None if got is None else got[0]
 
+    def reached_statements(self) -> list:
+        """``[(statement, guard)]`` for every statement of the body the walk reaches (a compound
+        statement before the statements of its blocks; none of a nested function or class), in
+        source order."""
+        seen = self.walked()
+        got = [(n, seen[id(n)][0]) for n in fast_walk(self.fn) if isinstance(n, ast.stmt) and id(n) in seen]
+        return sorted(got, key=lambda p: (p[0].lineno, p[0].col_offset))
+
     def every_call(self, node) -> tuple | None:
         got = self.walked().get(id(node))
         if got is None or got[1] or atoms(got[0]) - RANK_ATOMS or got[0] == FALSE:
@@ -418,6 +426,16 @@ def bound_in(fn) -> frozenset[str]:
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             out.update((n.asname or n.name).split(".")[0] for n in sub.names)
     return frozenset(out)
+
+
+def unwrap_with(body: list):
+    """The statements of ``body``, with the bodies of ``with`` blocks (at any depth) in their
+    place: they run once, in sequence, on every rank that reaches them."""
+    for st in body:
+        if isinstance(st, (ast.With, ast.AsyncWith)):
+            yield from unwrap_with(st.body)
+        else:
+            yield st
 
 
 def only_called(outer, name: str) -> bool:

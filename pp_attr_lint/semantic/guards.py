@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+import re
 
 from .. import facts as F
 from ..index.astutil import ref_chain
@@ -46,6 +47,18 @@ STAGE_WORD_PARTS = ("start_layer", "rank", "stage", "pp_", "pipeline")
 STAGE_POSITION_NAMES = frozenset({"start_layer", "pp_rank", "rank_in_group"})
 # number-of-layers names: ``n - 1`` with one of them is the last layer's index
 LAYER_COUNT_NAMES = frozenset({"num_hidden_layers", "num_layers", "n_layer", "n_layers", "num_layer"})
+
+
+# a test of global rank 0 (``facts.GLOBAL_FIRST_RANK_TESTS``, of any dotted receiver)
+GLOBAL_FIRST_TEST = re.compile(r"^(\w+\.)*(" + "|".join(map(re.escape, F.GLOBAL_FIRST_RANK_TESTS)) + r")$")
+
+
+def global_first_atom(node: ast.AST) -> tuple | None:
+    """:data:`FIRST` when ``node`` is a test true only on global rank 0
+    (``dist.is_global_first_rank()``, ``torch.distributed.get_rank() == 0``): global rank 0 is on
+    the first stage.  ``None`` otherwise; an ``atom_of`` for :func:`formula` and
+    :class:`~.flow.FunctionGuards`."""
+    return FIRST if GLOBAL_FIRST_TEST.match(ast.unparse(node)) else None
 
 
 def names_pp_size(text: str) -> bool:

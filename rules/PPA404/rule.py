@@ -4,6 +4,7 @@ README.md)."""
 
 from __future__ import annotations
 
+from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
@@ -208,6 +209,6 @@ RULE = RankPrecondition(
     code="PPA404",
     name="rank-precondition",
     summary="a method that asserts a pipeline-parallel rank is called where that rank is not implied",
-    needles=("is_last_rank", "is_first_rank"),
+    needles=F.RANK_PREDICATE_NAMES,
     version=1,
 )

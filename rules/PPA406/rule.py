@@ -5,13 +5,14 @@ stage after the first gets the restart value instead of the previous layer's (se
 
 from __future__ import annotations
 
+from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule, module_classes
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 _PAYLOADS = ("IntermediateTensors", "PPProxyTensors")
 # the loop over this rank's layers names one of these (`range(self.start_layer, self.end_layer)`,
 # `islice(self.layers, self.start_layer, self.end_layer)`, `self.layers[self.start_layer:...]`)
-_RANGE = ("start_layer", "end_layer")
+_RANGE = F.RANGE_ATTRIBUTES
 
 
 def _ast():
@@ -79,22 +80,13 @@ def _taken_as_given(layer, slot) -> bool | None:
     return True
 
 
-def _flat(body):
-    """The statements of ``body``, with the bodies of ``with`` blocks in their place (they run
-    once, on every rank that reaches them)."""
-    ast = _ast()
-    for st in body:
-        if isinstance(st, (ast.With, ast.AsyncWith)):
-            yield from _flat(st.body)
-        else:
-            yield st
-
-
 def _before_payload(body, loop, payloads) -> set:
     """The names read after ``loop`` by the statements up to (and with) the one that builds the
     payload: a value folded into what is sent (``hidden_states + prefix_delta``)."""
+    from pp_attr_lint.semantic.flow import unwrap_with
+
     ast = _ast()
-    flat = list(_flat(body))
+    flat = list(unwrap_with(body))
     last = max(p.lineno for p in payloads)
     out = set()
     for st in flat[flat.index(loop) + 1:]:
@@ -114,6 +106,8 @@ def _collect(tree, lines) -> list:
     """``[[class, method, name, line, col, end_line, end_col, loop line, payload line, layer class,
     slot, given]]``: ``given`` as :func:`_taken_as_given` for a layer class of this module, ``None``
     when the class is elsewhere (or not known), read then by the check."""
+    from pp_attr_lint.semantic.flow import unwrap_with
+
     ast = _ast()
     out = []
 
@@ -135,7 +129,7 @@ def _collect(tree, lines) -> list:
                 continue
             # only the method's own top-level statements: a restart there runs on every rank
             restarts: dict[str, ast.Assign] = {}
-            for st in _flat(fn.body):
+            for st in unwrap_with(fn.body):
                 if isinstance(st, (ast.For, ast.AsyncFor)) and any(w in text(st.iter) for w in _RANGE):
                     after = _before_payload(fn.body, st, payloads)
                     for name, slot in _carried(st):

@@ -22,24 +22,6 @@ def _guards():
     return guards
 
 
-def _guarded(body, guard):
-    """``(statement, guard)`` for the statements of ``body`` and the blocks inside them: the guard
-    of the enclosing ``if``s and of earlier ``if ...: return`` (``raise``, ``continue``,
-    ``break``) of the same blocks, as :func:`pp_attr_lint.guards.formula` reads tests."""
-    ast, guards = _ast(), _guards()
-    for st in body:
-        yield st, guard
-        if isinstance(st, ast.If):
-            t = guards.formula(st.test)
-            yield from _guarded(st.body, guards.f_and(guard, t))
-            yield from _guarded(st.orelse, guards.f_and(guard, guards.f_not(t)))
-            if st.body and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)) and not st.orelse:
-                guard = guards.f_and(guard, guards.f_not(t))
-        elif isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
-            for block in (st.body, getattr(st, "orelse", []), getattr(st, "finalbody", [])):
-                yield from _guarded(block, guard)
-
-
 def _rejecter(fn) -> tuple | None:
     """``(parameter, tested types, raise line)`` when ``fn`` (a method) tests its first parameter
     only with ``isinstance`` at its top level, returns from each such test, and ends with an
@@ -80,8 +62,14 @@ def _model_call(value) -> str | None:
 
 
 def _collect(tree, lines) -> list:
-    """``[[class, method, helper, model, line, col, end_line, end_col, raise line, types, env]]``."""
+    """``[[class, method, helper, model, line, col, end_line, end_col, raise line, types, env]]``:
+    the guard of each call is the flow walker's (:class:`pp_attr_lint.semantic.flow.FunctionGuards`)."""
     ast, guards = _ast(), _guards()
+    from pp_attr_lint.semantic.flow import FunctionGuards
+
+    compound = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
+                 ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, getattr(ast, "TryStar", ast.Try),
+                 getattr(ast, "Match", ast.If))
     out = []
     for cls in module_classes(tree):
         methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
@@ -93,8 +81,9 @@ def _collect(tree, lines) -> list:
             if "is_last_rank" not in text or not any(f"self.{h}(" in text for h in helpers):
                 continue
             outputs: dict[str, str] = {}  # local name -> the model it holds the output of
-            for st, guard in _guarded(m.body, guards.TRUE):
-                if isinstance(st, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
+            flow = FunctionGuards(m, lines)
+            for st, _ in flow.reached_statements():
+                if isinstance(st, compound):
                     continue  # their blocks come as statements of their own
                 for n in _fast_walk(st):
                     if not (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
@@ -102,9 +91,10 @@ def _collect(tree, lines) -> list:
                             and n.func.attr in helpers and n.args and isinstance(n.args[0], ast.Name)
                             and n.args[0].id in outputs):
                         continue
-                    env = guards.satisfying(guards.f_and(guard, guards.f_not(guards.LAST)))
+                    guard = flow.of(n)
+                    env = None if guard is None else guards.satisfying(guards.f_and(guard, guards.f_not(guards.LAST)))
                     if env is None:
-                        continue  # only the last rank gets here
+                        continue  # only the last rank gets here, or nothing does
                     p, types, raise_line = helpers[n.func.attr]
                     out.append([cls.name, m.name, n.func.attr, outputs[n.args[0].id], n.lineno,
                                 lines.col(n.lineno, n.col_offset), n.end_lineno,

@@ -5,19 +5,15 @@ what the writer produced (see README.md)."""
 
 from __future__ import annotations
 
-import re
-
+from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule, module_classes
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 # calls that add to a container
 _ADDS = frozenset({"append", "extend", "add", "update", "insert", "appendleft", "put", "setdefault"})
-# tests true only on global rank 0: vLLM's `is_global_first_rank()` (vllm/distributed/
-# parallel_state.py) and `torch.distributed.get_rank() == 0`; vLLM lays ranks out as
-# (data, pipeline, tensor) with the tensor rank innermost, so global rank 0 is on the first stage
-_GLOBAL_FIRST = re.compile(r"^(\w+\.)*(is_global_first_rank\(\)|get_rank\(\) == 0)$")
-# their text: only the methods that hold one are read as readers (and only such files and classes)
-_GLOBAL_FIRST_TEXT = ("is_global_first_rank()", "get_rank() == 0")
+# the text of the tests true only on global rank 0 (`facts.GLOBAL_FIRST_RANK_TESTS`): only the
+# methods that hold one are read as readers (and only such files and classes)
+_GLOBAL_FIRST_TEXT = F.GLOBAL_FIRST_RANK_TESTS
 
 
 def _ast():
@@ -29,43 +25,6 @@ def _guards():
     from pp_attr_lint.semantic import guards
 
     return guards
-
-
-def _formula(test):
-    """:func:`pp_attr_lint.guards.formula` of ``test`` with the global-rank-0 tests read as the
-    first rank (global rank 0 is always on it)."""
-    guards = _guards()
-
-    def sub(f):
-        if f[0] == "a":
-            return guards.FIRST if _GLOBAL_FIRST.match(f[1]) else f
-        if f[0] == "not":
-            return guards.f_not(sub(f[1]))
-        if f[0] in ("and", "or"):
-            return (guards.f_and if f[0] == "and" else guards.f_or)(*(sub(g) for g in f[1]))
-        return f
-
-    return sub(guards.formula(test))
-
-
-def _guarded(body, guard, gates):
-    """``(statement, guard)`` for the statements of ``body`` and the blocks inside them (the tests
-    of the enclosing ``if``s and of earlier ``if ...: return`` of the same blocks); ``gates`` gets
-    each such early-exit ``if`` that names a rank."""
-    ast, guards = _ast(), _guards()
-    for st in body:
-        yield st, guard
-        if isinstance(st, ast.If):
-            t = _formula(st.test)
-            yield from _guarded(st.body, guards.f_and(guard, t), gates)
-            yield from _guarded(st.orelse, guards.f_and(guard, guards.f_not(t)), gates)
-            if st.body and isinstance(st.body[-1], (ast.Return, ast.Raise, ast.Continue, ast.Break)) and not st.orelse:
-                guard = guards.f_and(guard, guards.f_not(t))
-                if guards.rank_atoms(t):
-                    gates.append(st)
-        elif isinstance(st, (ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
-            for block in (st.body, getattr(st, "orelse", []), getattr(st, "finalbody", [])):
-                yield from _guarded(block, guard, gates)
 
 
 def _self_attr(node) -> str | None:
@@ -121,8 +80,11 @@ def _events(st, method: str):
 def _collect(tree, lines) -> list:
     """``[[class, attr, reader method, gate line, col, end_line, end_col, reader guard, writer
     guard, writer line]]`` for each attribute put only under one rank and read only under
-    another."""
+    another; the guards are the flow walker's (:class:`pp_attr_lint.semantic.flow.FunctionGuards`), a
+    test of global rank 0 read as the first rank (:func:`pp_attr_lint.semantic.guards.global_first_atom`)."""
     ast, guards = _ast(), _guards()
+    from pp_attr_lint.semantic.flow import FunctionGuards, exits
+
     out = []
     def text(node) -> str:
         return "".join(lines.lines[node.lineno - 1:node.end_lineno])
@@ -136,16 +98,23 @@ def _collect(tree, lines) -> list:
             if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             gated = any(t in text(m) for t in _GLOBAL_FIRST_TEXT)
-            gates: list = []
-            for st, guard in _guarded(m.body, guards.TRUE, gates):
+            flow = FunctionGuards(m, lines, atom_of=guards.global_first_atom)
+            steps = flow.reached_statements()
+            # the early exits on a rank (`if <rank test>: return`) the walk reaches, in the order they end
+            gates = sorted((st for st, _ in steps if isinstance(st, ast.If) and not st.orelse and exits(st.body)
+                            and guards.rank_atoms(flow.formula(st.test))),
+                           key=lambda g: (g.end_lineno, g.end_col_offset))
+            for st, guard in steps:
                 receivers = set()
                 for kind, attr, node in _events(st, m.name):
+                    at = flow.of(node) or guard
                     if kind == "put":
-                        puts.setdefault(attr, []).append((guard, node.lineno))
+                        puts.setdefault(attr, []).append((at, node.lineno))
                         if isinstance(node, ast.Call):
                             receivers.add(id(node.func.value))
                     elif gated and id(node) not in receivers:
-                        reads.setdefault(attr, []).append((guard, m, list(gates), node))
+                        before = [g for g in gates if (g.end_lineno, g.end_col_offset) <= (st.lineno, st.col_offset)]
+                        reads.setdefault(attr, []).append((at, m, before, node))
         for attr, ps in puts.items():
             put_when = guards.f_or(*(g for g, _ in ps))
             if not guards.rank_atoms(put_when) or guards.satisfying(put_when) is None:
@@ -155,7 +124,7 @@ def _collect(tree, lines) -> list:
                     continue
                 if guards.satisfying(guards.f_and(guard, put_when)) is not None:
                     continue  # some rank both fills and reads it
-                at = next((g for g in gates if guards.rank_atoms(_formula(g.test))), node)
+                at = gates[0] if gates else node  # the first early exit on a rank before it
                 at_node = at.test if isinstance(at, ast.If) else at
                 out.append([cls.name, attr, m.name, at.lineno, lines.col(at_node.lineno, at_node.col_offset),
                             at_node.end_lineno, lines.col(at_node.end_lineno, at_node.end_col_offset),

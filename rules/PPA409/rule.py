@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 
+from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 # the methods whose overrides are judged: what the engine runs once per rank to build and load
 _METHODS = ("load_weights", "__init__")
-_RANK_WORDS = ("is_last_rank", "is_first_rank")
+_RANK_WORDS = F.RANK_PREDICATE_NAMES
 # the classes judged: subclasses of a model class (the classes whose `load_weights` the loader
 # calls, or a backbone's): a base named `...ForCausalLM`, `...ForConditionalGeneration` or
 # `...Model`; the prefilter and the collector agree on it (a base list without parentheses)
