@@ -63,12 +63,15 @@ def test_value_flow_joins_branches_a_scenario_does_not_decide():
     assert dataflow.decided(ast.parse("c.flag", mode="eval").body, {"@first": True}) is None
 
 
-def test_may_disagree_says_no_only_for_keys_that_agree():
+def test_the_ppa401_prefilter_says_no_only_for_keys_that_agree():
+    from pp_attr_lint.rule_registry import all_rules
+
+    rule = next(r for r in all_rules() if r.code == "PPA401")
     agree = (b'x = make_empty_intermediate_tensors_factory(["h"], 8)\n'
              b'return IntermediateTensors(t)\ny = intermediate_tensors["h"]\n')
-    assert not boundary.may_disagree(agree)
-    assert boundary.may_disagree(agree.replace(b'["h"]\n', b'["g"]\n'))  # reads a key not allocated
-    assert boundary.may_disagree(agree + b'IntermediateTensors({"h": None})\n')  # a literal send
+    assert not rule.prefilter(agree)
+    assert rule.prefilter(agree.replace(b'(["h"]', b'(["g"]'))  # reads a key not allocated
+    assert rule.prefilter(agree + b'IntermediateTensors({"h": None})\n')  # a literal send
 
 
 LOADER = textwrap.dedent('''

@@ -5,17 +5,100 @@ sends to the next rank (``IntermediateTensors({...})``) and the keys it reads fr
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 
 
+_FACTORY_CALL = re.compile(rb"make_empty_intermediate_tensors_factory\s*\(\s*([\[(])")
+_STR = re.compile(rb"""\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*""")
+_READ = re.compile(rb"""\bintermediate_tensors\s*\[\s*(?:"([^"\\\n]*)"|'([^'\\\n]*)')\s*\]""")
+_SEND_DICT = re.compile(rb"IntermediateTensors\(\s*\{")
+_SPREAD = frozenset({b"**"})  # a dict literal with `**spread`: its keys are not known
+
+
+def _literal_keys(data: bytes, start: int, close: bytes) -> frozenset | None:
+    """The string literals of a list, tuple or dict literal's keys starting at ``start`` (after its
+    opening bracket) up to the bracket ``close`` at its depth; :data:`_SPREAD` for a dict with
+    ``**spread``; ``None`` when it holds anything else that could be a key (a name, a nested
+    bracket) or is not read here."""
+    keys, i, n = set(), start, len(data)
+    while i < n:
+        m = _STR.match(data, i)
+        if m is None:
+            rest = data[i:i + 64].lstrip()
+            if rest.startswith(b"**"):
+                return _SPREAD  # keys it cannot read, as the rule cannot
+            if rest.startswith(close) and not keys:
+                return frozenset()
+            return None
+        keys.add(m.group(1) if m.group(1) is not None else m.group(2))
+        i = m.end()
+        if data[i:i + 1] == b":" and close == b"}":  # a dict key: skip its value to the next comma
+            depth, i = 0, i + 1
+            while i < n and not (depth == 0 and data[i:i + 1] in (b",", close)):
+                c = data[i:i + 1]
+                if c in (b"(", b"[", b"{"):
+                    depth += 1
+                elif c in (b")", b"]", b"}"):
+                    depth -= 1
+                elif c in (b"'", b'"', b"#"):
+                    return None  # a string or comment inside a value: not read here (a yes)
+                i += 1
+        if data[i:i + 1] == b",":
+            i += 1
+            while i < n and data[i:i + 1] in b" \t\r\n":
+                i += 1
+        if data[i:i + 1] == close:
+            return frozenset(keys)
+    return None
+
+
+def _may_disagree(data: bytes) -> bool:
+    """A byte test of a file's text: ``True`` when it sends intermediate tensors and its keys may
+    disagree, or sends a dict literal (one of whose values may be ``None``).  It says no only when
+    there is no such literal and the one allocation is a factory call with a literal key list,
+    every key read (``intermediate_tensors["k"]``) is allocated, and every
+    ``IntermediateTensors({...})`` has exactly the allocated keys (or keys it cannot read:
+    ``**spread``, which leaves the sends unjudged); anything else, a
+    ``make_empty_intermediate_tensors`` method included, is a yes."""
+    if b"IntermediateTensors(" not in data:
+        return False
+    if _SEND_DICT.search(data):
+        return True  # a value it sends may be None (followed through the layers' returns)
+    calls = list(_FACTORY_CALL.finditer(data))
+    if b"def make_empty_intermediate_tensors" in data or len(calls) > 1:
+        return True
+    if not calls:
+        return False  # nothing literal allocated here: nothing is judged
+    m = calls[0]
+    keys = _literal_keys(data, m.end(), b"]" if m.group(1) == b"[" else b")")
+    if keys is None:
+        return False  # a computed key list: the class is not judged
+    reads = {a if a is not None else b for a, b in _READ.findall(data)}
+    if not reads <= keys:
+        return True
+    i = data.find(b"IntermediateTensors(")
+    while i >= 0:
+        j = i + len(b"IntermediateTensors(")
+        while data[j:j + 1] in (b" ", b"\t", b"\n", b"\r"):
+            j += 1
+        if data[j:j + 1] == b"{":
+            sent = _literal_keys(data, j + 1, b"}")
+            if sent is None or (sent is not _SPREAD and sent and sent != keys):
+                return True  # keys that may differ, or a literal not read here
+        elif data[j:j + 1] != b")":
+            pass  # IntermediateTensors(tensors) built elsewhere: the sends are not judged
+        i = data.find(b"IntermediateTensors(", j)
+    return False
+
+
 class IntermediateTensorKeys(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """The file may hold keys that disagree or a value sent as ``None``
-        (:func:`pp_attr_lint.semantic.boundary.may_disagree`)."""
-        from pp_attr_lint.semantic.boundary import may_disagree
-
-        return may_disagree(data)
+        """The file may hold keys that disagree or a value sent as ``None`` (:func:`_may_disagree`);
+        a byte test with nothing to import, as it runs on every file of a cold run."""
+        return _may_disagree(data)
 
     def collect(self, tree, lines):
         """Per class: ``keys`` (what it allocates, sends and reads), ``none`` (values it may send as
