@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import re
 
-from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
 # the methods whose overrides are judged: what the engine runs once per rank to build and load
 _METHODS = ("load_weights", "__init__")
-_RANK_WORDS = F.RANK_PREDICATE_NAMES
 # the classes judged: subclasses of a model class (the classes whose `load_weights` the loader
 # calls, or a backbone's): a base named `...ForCausalLM`, `...ForConditionalGeneration` or
 # `...Model`; the prefilter and the collector agree on it (a base list without parentheses)
@@ -60,7 +58,7 @@ def _pp_branch(fn, lines):
     not only raises or leaves); ``None`` when there is none."""
     ast, guards = _ast(), _guards()
     text = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
-    if not any(w in text for w in _RANK_WORDS):
+    if not any(w in text for w in guards.RANK_PREDICATES):
         return None
     for n in _fast_walk(fn):
         if not isinstance(n, ast.If):
@@ -114,6 +112,7 @@ def _collect(tree, lines) -> dict:
     calls a base's ``__init__`` by name (``nn.Module.__init__(self)``), skipping its parent's; only in
     a model subclass (:func:`_model_subclass`).
     Empty when the module refuses pipeline parallelism (:func:`_refuses_pp`)."""
+    rank_words = _guards().RANK_PREDICATES  # the one vocabulary's rank predicates
     ast = _ast()
     out = {}
     for cls in tree.body:
@@ -124,7 +123,7 @@ def _collect(tree, lines) -> dict:
         for m in cls.body:
             if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _METHODS:
                 text = "".join(lines.lines[m.lineno - 1:m.end_lineno])
-                own = judged and not any(w in text for w in _RANK_WORDS) and not _calls_parent(m, m.name) and (
+                own = judged and not any(w in text for w in rank_words) and not _calls_parent(m, m.name) and (
                     m.name != "__init__" or ".__init__(self" in text)  # an __init__ that skips its parent's
                 line_text = lines.lines[m.lineno - 1]
                 col = max(line_text.find(m.name), 0)
@@ -144,7 +143,7 @@ class OverrideDropsPPBranch(Rule):
     def collect(self, tree, lines):
         # runs on every parsed file: a parent needs a rank predicate, an override its method
         text = "".join(lines.lines)
-        if not any(w in text for w in (*_RANK_WORDS, "def load_weights", ".__init__(self")):
+        if not any(w in text for w in (*_guards().RANK_PREDICATES, "def load_weights", ".__init__(self")):
             return None
         return _collect(tree, lines) or None
 

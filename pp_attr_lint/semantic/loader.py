@@ -1,0 +1,377 @@
+"""The weight loader: which checkpoint-name lookups in this rank's parameters a model's
+``load_weights`` makes without a skip of the names another pipeline-parallel rank owns.
+
+vLLM's ``make_layers`` (``vllm/model_executor/models/utils.py``) builds only this rank's slice of
+the layers (``PPMissingLayer`` elsewhere), so ``dict(self.named_parameters())`` holds only this
+rank's weights while ``load_weights`` reads every weight of the checkpoint; vLLM's models skip the
+others with ``is_pp_missing_parameter(name, self)`` (same module) or a membership test
+``name in params_dict``.  :func:`parameter_lookups` reads one file: the classes that build or
+hold such a slice, and each ``params_dict[key]`` reached from their ``load_weights`` (nested
+functions and helpers handed the dict included) that no skip covers on every path.  A function
+that decides on the rank in a way not read here (a name of :data:`.guards.STAGE_WORDS`,
+``pp_missing...``) is left alone.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ..index.astutil import child_nodes, statements_on_lines
+from ..index.astutil import walk as fast_walk
+from .guards import STAGE_WORDS
+
+# calls and names that skip, or decide on, what another rank owns: a lookup in a function that
+# uses one of them in a way not read here is left alone (precision over recall)
+SKIP_CALL = "is_pp_missing_parameter"
+MAX_CALL_DEPTH = 3  # callers followed from a helper back towards load_weights
+
+
+def decides_on_rank(name: str) -> bool:
+    """A name that decides on what this rank owns (``self.start_layer``, ``pp_missing_layer_names``)."""
+    return name in STAGE_WORDS or (name != SKIP_CALL and ("pp_missing" in name or "missing_layer" in name))
+
+
+def _scopes():
+    return (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+
+
+def _own_nodes(fn, scopes: list | None = None):
+    """The nodes of ``fn``'s own body: nested functions, lambdas and classes left out (and the
+    context and operator leaves, as :func:`fast_walk`); ``scopes`` gets those left out, in the
+    order met."""
+    _SCOPES = _scopes()
+    stack = list(fn.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _SCOPES):
+            if scopes is not None:
+                scopes.append(node)
+            continue
+        yield node
+        stack.extend(child_nodes(node))
+
+
+def _literal(node) -> bool:
+    """A constant, or a list, tuple or set literal of constants."""
+    if isinstance(node, ast.Constant):
+        return True
+    return isinstance(node, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in node.elts)
+
+
+def _params_dict_call(node) -> bool:
+    """``dict(self.named_parameters(...))`` (also ``dict(self.named_parameters(remove_duplicate=False))``)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Call)
+            and isinstance(node.args[0].func, ast.Attribute) and node.args[0].func.attr == "named_parameters"
+            and isinstance(node.args[0].func.value, ast.Name) and node.args[0].func.value.id == "self")
+
+
+class LoaderFunction:
+    """What the loader analysis reads of one function ``fn`` (``qualname`` for messages,
+    ``parent`` the enclosing function's record for a nested one): its parameters, the names it
+    derives from others, its guards and lookups, and the calls it makes.  ``guarded(names, line)``
+    says whether a skip covers a key at a line."""
+
+    def __init__(self, fn, qualname: str, parent: "LoaderFunction | None"):
+        self.node, self.qualname, self.parent = fn, qualname, parent
+        args = fn.args
+        self.params = [a.arg for a in args.posonlyargs + args.args]
+        self.dicts: set[str] = set()  # names of this rank's parameter dicts
+        self.derived: dict[str, set[str]] = {}  # name -> the names its values were computed from
+        # (line, name, container names): a skip or membership test on name; a membership test
+        # also keeps the names of what it tests against (`weight_name in name` tests a substring
+        # of the key, not the key against the parameters)
+        self.guards: list[tuple[int, str, frozenset]] = []
+        self.opaque = False  # decides on ranks in a way not read here
+        self.lookups: list = []  # Subscript nodes (dict name, key name)
+        self.calls: list = []  # Call nodes of this function's own body
+        self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
+        self.quant_derived: set[str] = set()  # names computed from `self.quant_config`
+        # (first, last line of a block, first, last line of a block no test in it covers): the
+        # body of an `if` and its `else:`, and a loop's body and its `else:` (run when no
+        # iteration broke out: a test in the body that skips to the next item never ran for it)
+        self.apart: list[tuple[int, int, int, int]] = []
+        scopes: list = []
+        self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
+        for node in _own_nodes(fn, scopes):
+            if isinstance(node, (ast.Assign, ast.NamedExpr)):
+                self.assigns.append(node)
+            if isinstance(node, ast.Assign) and _params_dict_call(node.value):
+                self.dicts.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) \
+                    and getattr(node, "value", None) is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                used, quant = _names_in(node.value)
+                names = [n.id for t in targets for n in fast_walk(t) if isinstance(n, ast.Name)]
+                for n in names:
+                    self.derived.setdefault(n, set()).update(used)
+                if quant and isinstance(node, (ast.Assign, ast.NamedExpr)):
+                    self.quant_derived.update(names)
+            if isinstance(node, (ast.For, ast.comprehension)):
+                used = {n.id for n in fast_walk(node.iter) if isinstance(n, ast.Name)}
+                for n in fast_walk(node.target):
+                    if isinstance(n, ast.Name):
+                        self.derived.setdefault(n.id, set()).update(used)
+            if isinstance(node, ast.Name) and decides_on_rank(node.id):
+                self.opaque = True
+            elif isinstance(node, ast.Attribute) and decides_on_rank(node.attr):
+                self.opaque = True
+            elif isinstance(node, ast.Call):
+                self.calls.append(node)
+                if isinstance(node.func, ast.Name) and node.func.id == SKIP_CALL and node.args \
+                        and isinstance(node.args[0], ast.Name):
+                    self.guards.append((node.lineno, node.args[0].id, frozenset()))
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "get" and node.args \
+                        and isinstance(node.args[0], ast.Name):
+                    self.guards.append((node.lineno, node.args[0].id, frozenset()))  # params_dict.get(name)
+            elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
+                    and not all(_literal(c) for c in node.comparators):
+                # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`; a test
+                # against literals (`weight_name in ["w1", "v1"]`) picks a mapping, it tests no key
+                within = frozenset(n.id for c in node.comparators for n in fast_walk(c) if isinstance(n, ast.Name))
+                self.guards.extend((node.lineno, n.id, within) for n in fast_walk(node.left) if isinstance(n, ast.Name))
+            elif isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)) and node.orelse:
+                self.apart.append((node.body[0].lineno, node.body[-1].end_lineno,
+                                   node.orelse[0].lineno, node.orelse[-1].end_lineno))
+            elif isinstance(node, ast.Try):
+                if any(_catches_key_error(h) for h in node.handlers):
+                    self.catches.append((node.body[0].lineno, node.body[-1].end_lineno))
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) \
+                    and isinstance(node.value, ast.Name) and isinstance(node.slice, ast.Name):
+                self.lookups.append(node)
+
+        # the functions defined in the own body (not in a nested class or lambda)
+        self.defs = [n for n in scopes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def checked_by_callee(self, dicts: set[str]) -> None:
+        """Names computed by a call that is handed a parameter dict count as tested against it
+        (``maybe_remap_kv_scale_name(name, params_dict)`` returns ``None`` for a name not in it)."""
+        for node in self.assigns:
+            if node.value is not None:
+                if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
+                       for c in fast_walk(node.value)):
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                    self.guards.extend((node.lineno, n.id, frozenset()) for t in targets for n in fast_walk(t)
+                                       if isinstance(n, ast.Name))
+
+    def all_dicts(self) -> set[str]:
+        """This function's parameter dicts and those of the functions around it (closures)."""
+        out, f = set(self.dicts), self.parent
+        while f is not None:
+            out |= f.dicts - set(self.params)
+            f = f.parent
+        return out
+
+    def roots(self, name: str) -> set[str]:
+        """``name`` and every name its values were computed from in this function."""
+        seen, todo = set(), [name]
+        while todo:
+            n = todo.pop()
+            if n not in seen:
+                seen.add(n)
+                todo.extend(self.derived.get(n, ()))
+        return seen
+
+    def guarded(self, names: set[str], line: int) -> bool:
+        """Whether a skip or membership test on the key made of ``names`` (or a name they were
+        computed from) comes before ``line`` in this function, on a path to it (not in a block
+        whose ``else:`` holds the line), or a ``try`` around it catches ``KeyError``."""
+        names = set().union(*(self.roots(n) for n in names))
+        strings = names - self.all_dicts()  # the key and the strings it was made from
+        return any(gl <= line and g in names and not (within & strings) and self._reaches(gl, line)
+                   for gl, g, within in self.guards) or any(a <= line <= b for a, b in self.catches)
+
+    def _reaches(self, guard: int, line: int) -> bool:
+        """Whether a test at line ``guard`` can have run on the way to ``line``: not when it lies
+        in a block and ``line`` in that block's ``else:``."""
+        return not any(a <= guard <= b and c <= line <= d for a, b, c, d in self.apart)
+
+
+def _names_in(expr) -> tuple[set[str], bool]:
+    """The names ``expr`` reads, and whether it reads an attribute ``quant_config`` (one walk)."""
+    names, quant = set(), False
+    for n in fast_walk(expr):
+        if isinstance(n, ast.Name):
+            names.add(n.id)
+        elif isinstance(n, ast.Attribute) and n.attr == "quant_config":
+            quant = True
+    return names, quant
+
+
+def _catches_key_error(handler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in ("KeyError", "LookupError", "Exception", "BaseException")
+               for t in types)
+
+
+def parameter_lookups(tree, lines) -> dict:
+    """``{"layered": [class names that build or hold a make_layers list], "lookups": [...]}``:
+    each lookup ``[class, line, col, end_line, end_col, dict, key, function, call chain]`` is one
+    ``params_dict[key]`` of a class's ``load_weights`` (or a nested function or a helper it calls)
+    that no skip covers on every path from ``load_weights``."""
+    classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
+    module_funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+    def text(c) -> str:
+        return "".join(lines.lines[c.lineno - 1:c.end_lineno])
+
+    texts = {c.name: text(c) for c in classes}
+    layered = set()
+    for c in classes:
+        # `self.start_layer, self.end_layer, self.layers = make_layers(...)`: this rank's slice (a
+        # list assigned alone, as SGLang's `self.layers = make_layers(...)` without a PP rank, holds
+        # every layer); only the statements whose lines name it are walked
+        if "make_layers" in texts[c.name] and any(
+                isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "make_layers"
+                and any(isinstance(t, ast.Tuple) for t in n.targets) for n in nodes_naming(c, lines, "make_layers")):
+            layered.add(c.name)
+    changed = True
+    while changed:  # a wrapper that constructs a layered class of this module holds its layers
+        changed = False
+        for c in classes:
+            if c.name in layered or "load_weights" not in texts[c.name]:
+                continue
+            called = [name for name in layered if name + "(" in texts[c.name]]
+            if called and any(
+                    isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered
+                    for name in called for n in nodes_naming(c, lines, name + "(")):
+                layered.add(c.name)
+                changed = True
+    out = []
+    for c in classes:
+        if c.name not in layered:
+            continue
+        methods = {m.name: m for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        lw = methods.get("load_weights")
+        if lw is None:
+            continue
+        for rec in uncovered_lookups(lw, methods, module_funcs, lines):
+            out.append([c.name, *rec])
+    return {"layered": sorted(layered), "lookups": out}
+
+
+def nodes_naming(cls, lines, word: str):
+    """The nodes of the statements of class ``cls`` (at any depth) whose own lines hold ``word``:
+    a node whose text holds it lies in such a statement, so no other statement is walked."""
+    blocks = ("body", "orelse", "finalbody", "handlers", "cases")
+    marked = [i for i in range(cls.lineno, cls.end_lineno + 1) if word in lines.lines[i - 1]]
+    for node in statements_on_lines(cls.body, marked):
+        if not any(getattr(node, f, None) for f in blocks):
+            yield from fast_walk(node)  # a simple statement: all of it
+            continue
+        yield node  # a compound one: its own expressions (its blocks' statements come on their own)
+        for f in node._fields:
+            if f not in blocks:
+                v = getattr(node, f)
+                for x in v if isinstance(v, list) else [v]:
+                    if isinstance(x, ast.AST):
+                        yield from fast_walk(x)
+        for case in getattr(node, "cases", ()):
+            yield from (n for x in (case.pattern, case.guard) if x is not None for n in fast_walk(x))
+
+
+def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
+    """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
+    name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
+    end_col, dict name, key name, function qualname, quant]`` for each ``params_dict[key]`` of
+    ``lw``, its nested functions or a helper it hands a parameter dict, that no skip covers on
+    every path (callers followed up to :data:`MAX_CALL_DEPTH`); ``quant`` when the key is computed
+    from ``self.quant_config``.  Nothing is raised."""
+    out = []
+    root = LoaderFunction(lw, "load_weights", None)
+    funcs = [root]
+    # nested functions (any depth) with their enclosing function
+    todo = [root]
+    while todo:
+        f = todo.pop()
+        for node in f.defs:  # the functions defined in f's own body
+            g = LoaderFunction(node, f"{f.qualname}.<locals>.{node.name}", f)
+            funcs.append(g)
+            todo.append(g)
+    # helpers given a parameter dict: self.helper(params_dict, ...) and module_helper(params_dict, ...)
+    helpers: dict[str, LoaderFunction] = {}
+    for f in list(funcs):
+        dicts = f.all_dicts()
+        for call in f.calls:
+            target = None
+            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
+                    and call.func.value.id == "self" and call.func.attr in methods and call.func.attr != "load_weights":
+                target, skip_self = methods[call.func.attr], 1
+            elif isinstance(call.func, ast.Name) and call.func.id in module_funcs:
+                target, skip_self = module_funcs[call.func.id], 0
+            if target is None or target.name in helpers:
+                continue
+            passed = [k for k, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in dicts]
+            if not passed:
+                continue
+            h = LoaderFunction(target, target.name, None)
+            h.dicts |= {h.params[k + skip_self] for k in passed if k + skip_self < len(h.params)}
+            helpers[target.name] = h
+            funcs.append(h)
+
+    def callers_cover(f: LoaderFunction, k: int, depth: int) -> bool | None:
+        """Whether every call of ``f`` covers its ``k``-th parameter (``None``: no call found)."""
+        if depth > MAX_CALL_DEPTH:
+            return None
+        found = False
+        for caller in funcs:
+            for call in caller.calls:
+                name = call.func.id if isinstance(call.func, ast.Name) else (
+                    call.func.attr if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == "self" else None)
+                if name != f.node.name or (f.parent is not None and caller is not f.parent
+                                           and caller.parent is not f.parent):
+                    continue
+                offset = 1 if f.parent is None and f.params[:1] == ["self"] else 0
+                pos = k - offset
+                arg = call.args[pos] if 0 <= pos < len(call.args) else None
+                if arg is None:
+                    kw = next((w.value for w in call.keywords if w.arg == f.params[k]), None)
+                    arg = kw
+                found = True
+                names = [n.id for n in fast_walk(arg) if isinstance(n, ast.Name)] if arg is not None else []
+                if not names:
+                    return None  # no name to follow
+                if caller.opaque:
+                    return None  # the caller decides on ranks in a way not read here
+                # a key computed at the call (`n.replace(w, p)`) is covered by a test of what it was
+                # made from, a test that is not a substring test on one of its parts (`w in n`)
+                if not covers(caller, set(names), call.lineno, depth + 1):
+                    return False
+        return True if found else None
+
+    def covers(f: LoaderFunction, names: set[str], line: int, depth: int) -> bool:
+        if f.guarded(names, line):
+            return True
+        if f is root:
+            return False  # load_weights itself: its weights are the whole checkpoint
+        # the parameters the key was computed from (`self` is the receiver, not a name's source)
+        params = sorted({p for n in names for p in f.roots(n)
+                         if p in f.params and not (p == "self" and f.params[0] == "self")})
+        if not params:
+            return False
+        got = [callers_cover(f, f.params.index(p), depth) for p in params]
+        # any parameter not followed: silent (whatever the order the names come in)
+        return any(g is None for g in got) or all(got)
+
+    for f in funcs:
+        f.checked_by_callee(f.all_dicts())
+    for f in funcs:
+        if f.opaque:
+            continue
+        dicts = f.all_dicts()
+        for sub in f.lookups:
+            if sub.value.id not in dicts:
+                continue
+            key = sub.slice.id
+            if covers(f, {key}, sub.lineno, 0):
+                continue
+            # a key the quantization config maps (`quant_config.get_cache_scale(name)`): only
+            # checkpoints that hold such tensors (per-layer KV-cache scales) reach the lookup
+            quant = bool(f.roots(key) & f.quant_derived)
+            out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
+                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname, quant])
+    return out

@@ -1,0 +1,112 @@
+"""The semantic model's stage boundary (:mod:`pp_attr_lint.semantic.boundary`, with the value flow of
+:mod:`pp_attr_lint.semantic.dataflow`) and weight loader (:mod:`pp_attr_lint.semantic.loader`),
+asked directly through their public API on small models: what PPA401 and PPA402 query."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+from pp_attr_lint.index.spec import LineIndex
+from pp_attr_lint.semantic import boundary, dataflow, loader
+
+MODEL = textwrap.dedent('''
+    class Model(nn.Module):
+        def __init__(self, config):
+            self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: Layer(config))
+            self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(["h", "residual"], 8)
+
+        def forward(self, h, intermediate_tensors=None):
+            if get_pp_group().is_first_rank:
+                residual = None
+            else:
+                h = intermediate_tensors["h"]
+                residual = intermediate_tensors["extra"]
+            for layer in self.layers[self.start_layer:self.end_layer]:
+                h = layer(h)
+            if not get_pp_group().is_last_rank:
+                return IntermediateTensors({"h": h, "residual": residual})
+            return h
+''')
+
+
+def _parse(source: str):
+    tree = ast.parse(source)
+    return tree, LineIndex(source)
+
+
+def test_class_keys_reads_what_is_allocated_sent_and_read():
+    tree, lines = _parse(MODEL)
+    got = boundary.class_keys(tree.body[0], lines)
+    assert [k for k, *_ in got["alloc"]] == ["h", "residual"]
+    assert sorted(k for k, *_ in got["sent"]) == ["h", "residual"] and got["sent_known"]
+    assert sorted(k for k, *_ in got["reads"]) == ["extra", "h"] and got["reads_known"]
+    extra = next(p for k, *p in got["reads"] if k == "extra")
+    assert extra[0] == MODEL.splitlines().index('            residual = intermediate_tensors["extra"]') + 1
+
+
+def test_none_sends_follows_the_first_rank_only_where_the_value_is_none_there():
+    tree, lines = _parse(MODEL)
+    fwd = tree.body[0].body[1]
+    got = boundary.none_sends(fwd, lines)
+    # on the first rank `residual` is the literal None of its `if`; on a middle rank it is read
+    assert [(k, scenario, sources) for k, scenario, sources, *_ in got] == [
+        ("residual", "first", [["none", fwd.body[0].body[0].lineno]])]
+
+
+def test_value_flow_joins_branches_a_scenario_does_not_decide():
+    fn = ast.parse("def f(h, c):\n    x = None\n    if c.flag:\n        x = h\n    return x\n").body[0]
+    flow = dataflow.ValueFlow(dict(dataflow.SCENARIOS)["first"])
+    state = flow.block(fn.body[:2], {"h": dataflow.OTHER, "c": dataflow.OTHER})
+    assert state["x"] == frozenset({("none", 2), "other"})
+    assert dataflow.decided(ast.parse("get_pp_group().is_first_rank", mode="eval").body, {"@first": True}) is True
+    assert dataflow.decided(ast.parse("c.flag", mode="eval").body, {"@first": True}) is None
+
+
+def test_the_ppa401_prefilter_says_no_only_for_keys_that_agree():
+    from pp_attr_lint.rule_registry import all_rules
+
+    rule = next(r for r in all_rules() if r.code == "PPA401")
+    agree = (b'x = make_empty_intermediate_tensors_factory(["h"], 8)\n'
+             b'return IntermediateTensors(t)\ny = intermediate_tensors["h"]\n')
+    assert not rule.prefilter(agree)
+    assert rule.prefilter(agree.replace(b'(["h"]', b'(["g"]'))  # reads a key not allocated
+    assert rule.prefilter(agree + b'IntermediateTensors({"h": None})\n')  # a literal send
+
+
+LOADER = textwrap.dedent('''
+    class Model(nn.Module):
+        def __init__(self, config):
+            self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: Layer(config))
+
+        def load_weights(self, weights):
+            params_dict = dict(self.named_parameters())
+            for name, w in weights:
+                if is_pp_missing_parameter(name, self):
+                    continue
+                params_dict[name].copy_(w)
+            for key, w in weights:
+                self._load_one(params_dict, key, w)
+
+        def _load_one(self, params, name, w):
+            params[name].copy_(w)
+''')
+
+
+def test_parameter_lookups_finds_the_lookup_no_skip_covers():
+    tree, lines = _parse(LOADER)
+    got = loader.parameter_lookups(tree, lines)
+    assert got["layered"] == ["Model"]
+    # the skipped lookup in load_weights is covered; the helper's, handed the dict, is not
+    row = LOADER.splitlines().index("        params[name].copy_(w)") + 1
+    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q in got["lookups"]] == [
+        ("Model", row, "params", "name", "_load_one")]
+
+
+def test_a_function_that_decides_on_the_rank_itself_is_left_alone():
+    source = LOADER.replace("        params[name].copy_(w)\n",
+                            "        if name.startswith(self.start_layer):\n            params[name].copy_(w)\n")
+    tree, lines = _parse(source)
+    assert loader.parameter_lookups(tree, lines)["lookups"] == []
+    assert loader.decides_on_rank("start_layer") and loader.decides_on_rank("pp_missing_layer_names")
+    assert not loader.decides_on_rank(loader.SKIP_CALL)
