@@ -150,7 +150,7 @@ class Receivers:
         try:
             if isinstance(node, ast.Name) and scope is not None and name in scope["locals"]:
                 # a name bound inside the function (`from .backend import Backend` there)
-                local = self.r._local_classes(name, module, scope)
+                local = self.r.local_classes(name, module, scope)
                 if not local:
                     return "unknown"
                 return "key" if local == {tuple(key)} else "other" if tuple(key) not in local else "unknown"
