@@ -66,6 +66,26 @@ def test_call_sites_carry_their_stage_guards():
     assert [ast.unparse(argument(s.call, 0, "layer_id")) for s in sites] == ["0", "0", "5", "1"]
 
 
+def test_call_sites_say_whether_a_handler_catches_an_attribute_error():
+    tree = ast.parse(textwrap.dedent("""
+        def f(m):
+            m.get_value_buffer(0)
+            try:
+                m.get_value_buffer(1)
+            except AttributeError:
+                pass
+            with contextlib.suppress(AttributeError):
+                m.get_value_buffer(2)
+            try:
+                m.get_value_buffer(3)
+            except KeyError:
+                pass
+        """))
+    sites = call_sites(tree, frozenset({"get_value_buffer"}))
+    assert [(s.call.args[0].value, s.cls, s.catches_attribute_error) for s in sites] == [
+        (0, None, False), (1, None, True), (2, None, True), (3, None, False)]
+
+
 def test_argument_through_star_args_or_not_passed():
     call = ast.parse("pool.get(*ids)", mode="eval").body
     assert argument(call, 0, "layer_id") is ...

@@ -2,7 +2,8 @@
 
 :func:`call_sites` finds the calls ``x.name(...)`` of chosen method names in every function of a
 module (methods, module functions, nested functions) and gives each the guard the flow walker
-(:class:`~.flow.FunctionGuards`) reads for it; :func:`argument` reads what a call passes for a
+(:class:`~.flow.FunctionGuards`) reads for it and whether a handler around it catches an
+``AttributeError``; :func:`argument` reads what a call passes for a
 parameter; :func:`name_uses` finds every use of a name (a class's constructions, subclasses and
 other references) with its enclosing class and function.
 """
@@ -13,17 +14,33 @@ import ast
 from typing import NamedTuple
 
 from ..index.astutil import walk as fast_walk
+from .flow import FunctionGuards
 
 
 class CallSite(NamedTuple):
     """A call ``x.name(...)``: the ``ast.Call``, the top-level class node it is in (``None`` in a
-    module function), the innermost function node, and its guard there (a :mod:`.guards`
-    formula)."""
+    module function), the innermost function node, its guard there (a :mod:`.guards` formula),
+    and whether a handler around it in that function catches an ``AttributeError`` (``try`` /
+    ``except AttributeError`` or ``Exception``, ``contextlib.suppress``)."""
 
     call: ast.Call
     cls: ast.ClassDef | None
     fn: ast.FunctionDef
     guard: tuple
+    catches_attribute_error: bool = False
+
+
+class SiteGuards(FunctionGuards):
+    """A :class:`~.flow.FunctionGuards` of function ``fn`` that also records, per node, whether a
+    handler around it catches an ``AttributeError`` (``caught``: node id -> bool)."""
+
+    def __init__(self, fn, atom_of=None):
+        super().__init__(fn, atom_of=atom_of)
+        self.caught: dict = {}
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        self.caught.setdefault(id(node), protected)
+        super().expr(node, guard, guarded, protected, loops)
 
 
 def self_attr(node, self_name: str) -> str | None:
@@ -65,9 +82,8 @@ def call_sites(tree: ast.Module, names: frozenset, atom_of=None) -> list[CallSit
     summary), in source order, with its guard from the flow walker
     (:class:`~.flow.FunctionGuards`, tests named by ``atom_of`` where it names them):
     ``if`` / ``while`` / conditional expressions, ``and`` / ``or``, early ``return`` /
-    ``raise``, ``assert``.  A call the walk of its function does not reach is left out."""
-    from .flow import FunctionGuards
-
+    ``raise``, ``assert``; and whether a handler around it catches an ``AttributeError``.  A
+    call the walk of its function does not reach is left out."""
     out = []
     todo = [(tree, None, None)]
     while todo:
@@ -83,10 +99,10 @@ def call_sites(tree: ast.Module, names: frozenset, atom_of=None) -> list[CallSit
             guards = None
             for call in fast_walk(node):
                 if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr in names:
-                    guards = guards or FunctionGuards(node, atom_of=atom_of)
+                    guards = guards or SiteGuards(node, atom_of)
                     guard = guards.of(call)
                     if guard is not None:  # (a call of a nested function is that function's)
-                        out.append(CallSite(call, cls, node, guard))
+                        out.append(CallSite(call, cls, node, guard, guards.caught.get(id(call), False)))
     out.sort(key=lambda c: (c[0].lineno, c[0].col_offset))
     return out
 

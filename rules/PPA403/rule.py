@@ -71,7 +71,7 @@ class StageLocalLayerId(Rule):
         receivers = Receivers(ctx, rf, self.code)
         out = []
         for path, module, tree, _lines in files:
-            for call, cls, fn, guard in call_sites(tree, names, stage_atom):
+            for call, cls, fn, guard, _caught in call_sites(tree, names, stage_atom):  # (an IndexError)
                 m = call.func.attr
                 shaped = [a for a in accessors if a[1] == m and layer_id_constant(argument(call, a[3], a[2]))]
                 if not shaped:
