@@ -1,9 +1,10 @@
 """The layer-id contract of a KV pool (or any object) that holds only its pipeline stage's layers:
 an *accessor* indexes ``self.<buffer>[layer_id - self.start_layer]``, so it takes a global layer
-id and reads the stage's own slot.  SGLang's ``MHATokenToKVPool.get_key_buffer`` /
-``get_value_buffer`` (``sglang/srt/mem_cache/memory_pool.py``) are such accessors: the pool is
-built with ``start_layer=self.start_layer`` by the model runner
-(``sglang/srt/model_executor/model_runner.py``), so a constant layer id is out of the stage's
+id and reads the stage's own slot.  SGLang's ``MHATokenToKVPool._get_key_buffer`` /
+``_get_value_buffer`` (``sglang/srt/mem_cache/memory_pool.py``, 0.5.23: ``local_layer_id =
+layer_id - self.start_layer``) are such accessors, and ``get_key_buffer`` / ``get_value_buffer``
+lead to them; the pools are built with ``start_layer=self.layer_info.start_layer``
+(``sglang/srt/mem_cache/kv_cache_configurator.py``), so a constant layer id is out of the stage's
 range on every stage that does not hold that layer.
 
 * :func:`accessors`: the accessors a module defines (a rule's ``collect``);

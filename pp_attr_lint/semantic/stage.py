@@ -4,9 +4,9 @@
 ``@first`` atom.
 
 The words that name the stage are those of :mod:`.guards` (``STAGE_WORD_PARTS``,
-``STAGE_POSITION_NAMES``); ``start_layer`` is 0 on the first stage in vLLM
-(``vllm/model_executor/models/utils.py`` ``make_layers``, ``get_pp_indices``) and SGLang
-(``sglang/srt/layers/utils.py`` ``get_layer_id`` / ``make_layers``), as ``pp_rank`` and the
+``STAGE_POSITION_NAMES``); ``start_layer`` is 0 on the first stage in vLLM (``get_pp_indices``
+in ``vllm/distributed/utils.py``, used by ``make_layers`` in ``vllm/model_executor/models/utils.py``)
+and SGLang (``make_layers`` in ``sglang/srt/utils/common.py``, 0.5.23), as ``pp_rank`` and the
 group's ``rank_in_group`` are.
 """
 
