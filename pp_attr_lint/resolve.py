@@ -750,6 +750,12 @@ class Resolver:
             return self.chain_candidates(desc[1], module, cls, scope, depth + 1)
         return self._fail("receiver-unresolved", "a value that is not a call, a name or an attribute chain")
 
+    def local_classes(self, head: str, module: str, scope: dict) -> set[ClassKey] | None:
+        """The classes local name ``head`` of function scope ``scope`` (of ``module``) is bound to,
+        when every binding is a class (an import inside the function, ``cls = A if c else B``);
+        ``None`` when one is not (the reason in :attr:`why`)."""
+        return self._local_classes(head, module, scope)
+
     def _local_classes(self, head: str, module: str, scope: dict) -> set[ClassKey] | None:
         """The classes a local name of ``scope`` is bound to, when every binding is a class: an
         import inside the function or a module-level class name (``cls = A if c else B``)."""
