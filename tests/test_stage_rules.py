@@ -129,3 +129,27 @@ def test_a_parent_branch_named_by_the_override_is_kept(tmp_path):
     assert r.rc == 0 and r.json() == [], r.stdout
     r = run_cli(*args, cwd=drops)
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("child.py", 5)], r.stdout
+
+
+def test_an_override_whose_base_cannot_be_read_is_not_judged(tmp_path):
+    """PPA409: an override of a base the run cannot read (a module outside the analysed tree) is
+    listed as not judged: whether the base has a branch for some ranks is not known."""
+    child = '''
+    from other_pkg.base import TextForCausalLM
+
+
+    class ChildForCausalLM(TextForCausalLM):
+        def load_weights(self, weights):
+            params = dict(self.named_parameters())
+            for name, w in weights:
+                params[name].data = w
+    '''
+    root = _write(tmp_path, {"pkg/__init__.py": "", "pkg/child.py": child})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA409", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert r.json() == [], r.stdout
+    nj = r.not_judged()
+    assert [(Path(d["filename"]).name, d["location"]["row"], d["rule"]) for d in nj] == [
+        ("child.py", 5, "PPA409")], nj
+    assert "ChildForCausalLM.load_weights" in nj[0]["detail"]
