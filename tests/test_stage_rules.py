@@ -153,3 +153,50 @@ def test_an_override_whose_base_cannot_be_read_is_not_judged(tmp_path):
     assert [(Path(d["filename"]).name, d["location"]["row"], d["rule"]) for d in nj] == [
         ("child.py", 5, "PPA409")], nj
     assert "ChildForCausalLM.load_weights" in nj[0]["detail"]
+
+
+PROXY_MODEL = '''
+from sglang.srt.model_executor.forward_batch_info import PPProxyTensors
+
+
+class PluginModel:
+    def forward(self, positions, pp_proxy_tensors=None):
+        if not self.pp_group.is_first_rank:
+            return pp_proxy_tensors["aux_hidden_states"]
+        return PPProxyTensors({"hidden_states": positions})
+'''
+
+
+def test_proxy_keys_without_the_runner_are_not_judged(tmp_path):
+    """PPA410: a plugin checked without the engine's runner: which proxy buffers the runner
+    allocates is not read, so the read is listed as not judged (engine-fact-unknown)."""
+    root = _write(tmp_path, {"plug/__init__.py": "", "plug/model.py": PROXY_MODEL})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA410", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert r.json() == [], r.stdout
+    assert [(Path(d["filename"]).name, d["location"]["row"], d["reason"]) for d in r.not_judged()] == [
+        ("model.py", 7, "engine-fact-unknown")]
+
+
+def test_proxy_keys_are_read_from_the_runner_of_the_tree(tmp_path):
+    """PPA410: the same plugin with the engine's runner beside it: a key the runner allocates
+    (here under a condition) is fine, one it never allocates is reported."""
+    runner = '''
+    def allocate(n, fold):
+        pp_proxy_tensors = {"hidden_states": zeros(n)}
+        if fold:
+            pp_proxy_tensors["aux_hidden_states"] = zeros(n)
+        return pp_proxy_tensors
+    '''
+    files = {"plug/__init__.py": "", "sglang/__init__.py": "", "sglang/srt/__init__.py": "",
+             "sglang/srt/model_executor/__init__.py": "", "sglang/srt/model_executor/forward_batch_info.py":
+             "class PPProxyTensors:\n    pass\n", "sglang/srt/model_executor/buffers.py": runner}
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+            "--select", "PPA410")
+    ok = _write(tmp_path / "ok", {**files, "plug/model.py": PROXY_MODEL})
+    r = run_cli(*args, cwd=ok)
+    assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
+    bad = _write(tmp_path / "bad", {**files, "plug/model.py": PROXY_MODEL.replace('"aux_hidden_states"]', '"aux"]')})
+    r = run_cli(*args, cwd=bad)
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 7)], r.stdout

@@ -84,28 +84,28 @@ def sent_keys(call) -> tuple | None:
 
 
 def received_reads(fn) -> list:
-    """``[(key, node, hard)]``: the reads of a constant key from the payload ``fn`` receives (a
-    parameter named as in :data:`RECEIVED`): ``p["k"]`` and ``p.tensors["k"]`` are hard (a
-    missing key raises ``KeyError``), ``p.get("k")`` and ``p.tensors.get("k")`` are not.
-    Empty when ``fn`` takes no such parameter."""
+    """``[(key, node, hard, parameter)]``: the reads of a constant key from the payload ``fn``
+    receives (a ``parameter`` named as in :data:`RECEIVED`): ``p["k"]`` and ``p.tensors["k"]``
+    are hard (a missing key raises ``KeyError``), ``p.get("k")`` and ``p.tensors.get("k")`` are
+    not.  Empty when ``fn`` takes no such parameter."""
     params = {a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs} & set(RECEIVED)
     if not params:
         return []
 
-    def receiver(node) -> bool:
+    def receiver(node) -> str | None:
         if isinstance(node, ast.Attribute) and node.attr == "tensors":
             node = node.value
-        return isinstance(node, ast.Name) and node.id in params
+        return node.id if isinstance(node, ast.Name) and node.id in params else None
 
     out = []
     for n in fast_walk(fn):
         if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and receiver(n.value) \
                 and isinstance(n.slice, ast.Constant) and isinstance(n.slice.value, str):
-            out.append((n.slice.value, n, True))
+            out.append((n.slice.value, n, True, receiver(n.value)))
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" \
                 and receiver(n.func.value) and n.args and isinstance(n.args[0], ast.Constant) \
                 and isinstance(n.args[0].value, str):
-            out.append((n.args[0].value, n, False))
+            out.append((n.args[0].value, n, False, receiver(n.func.value)))
     return out
 
 

@@ -189,6 +189,10 @@ class RankFacts:
         """:meth:`SglangEngine.pp_forward_requirement <pp_attr_lint.engines.sglang.SglangEngine.pp_forward_requirement>`."""
         return self.sglang.pp_forward_requirement(top)
 
+    def proxy_contract(self, top: str) -> dict | None:
+        """:meth:`SglangEngine.proxy_contract <pp_attr_lint.engines.sglang.SglangEngine.proxy_contract>`."""
+        return self.sglang.proxy_contract(top)
+
     def entry_classes(self, module: str) -> list | None:
         """:meth:`SglangEngine.entry_classes <pp_attr_lint.engines.sglang.SglangEngine.entry_classes>`."""
         return self.sglang.entry_classes(module)
