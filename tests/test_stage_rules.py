@@ -200,3 +200,26 @@ def test_proxy_keys_are_read_from_the_runner_of_the_tree(tmp_path):
     bad = _write(tmp_path / "bad", {**files, "plug/model.py": PROXY_MODEL.replace('"aux_hidden_states"]', '"aux"]')})
     r = run_cli(*args, cwd=bad)
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 7)], r.stdout
+
+
+def test_the_draft_layer_id_fix_is_unsafe_and_keeps_the_file(tmp_path):
+    """PPA411: the fix (total layer count for the stage count) is applied only with
+    `--unsafe-fixes`, across the lines of the call, and what it writes is silent."""
+    head = '''
+    class EagleForCausalLM:
+        def __init__(self, vllm_config, prefix=""):
+            target_layer_num = vllm_config.model_config.get_num_layers(
+                vllm_config.parallel_config
+            )
+            self.model = Model(vllm_config=vllm_config, start_layer_id=target_layer_num)
+    '''
+    root = _write(tmp_path, {"pkg/__init__.py": "", "pkg/head.py": head})
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA411")
+    r = run_cli(*args, "--fix", cwd=root)
+    assert [(f["location"]["row"], f["fix"]["applicability"]) for f in r.json()] == [(3, "unsafe")], r.stdout
+    assert "get_num_layers(" in (root / "pkg/head.py").read_text()
+    r = run_cli(*args, "--fix", "--unsafe-fixes", cwd=root)
+    assert r.rc == 0, r.stdout
+    text = (root / "pkg/head.py").read_text()
+    assert "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()\n" in text, text
+    assert run_cli(*args, cwd=root).json() == []
