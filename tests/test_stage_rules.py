@@ -223,3 +223,27 @@ def test_the_draft_layer_id_fix_is_unsafe_and_keeps_the_file(tmp_path):
     text = (root / "pkg/head.py").read_text()
     assert "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()\n" in text, text
     assert run_cli(*args, cwd=root).json() == []
+
+
+def test_a_drafter_test_without_a_registry_is_not_judged(tmp_path):
+    """PPA412: whether a module holds drafters is read from the model registry of its package;
+    without one, its first-rank branch is listed as not judged (not reported, not passed)."""
+    mtp = '''
+    from vllm.distributed import get_pp_group
+
+
+    class Predictor:
+        def forward(self, hidden_states, intermediate_tensors=None):
+            if get_pp_group().is_first_rank:
+                return hidden_states
+            else:
+                assert intermediate_tensors is not None
+                return intermediate_tensors["hidden_states"]
+    '''
+    root = _write(tmp_path, {"plug/__init__.py": "", "plug/mtp.py": mtp})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA412", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert r.json() == [], r.stdout
+    assert [(Path(d["filename"]).name, d["location"]["row"], d["reason"]) for d in r.not_judged()] == [
+        ("mtp.py", 6, "engine-fact-unknown")], r.stdout

@@ -171,6 +171,29 @@ class VllmEngine(Service):
         memo[(dirs, top)] = answer
         return answer
 
+    def drafter_module(self, module: str) -> bool | None:
+        """Whether the model registry of ``module``'s top-level package lists classes of ``module``
+        (by this module's name, or by a package above it that re-exports them) and lists them only in its table of speculative-decoding drafters
+        (:data:`~pp_attr_lint.facts.DRAFTER_TABLE`): every class of the module then runs inside a
+        drafter, which vLLM builds and runs on the last pipeline-parallel rank only
+        (vllm/v1/worker/gpu_model_runner.py: ``if self.speculative_config and
+        get_pp_group().is_last_rank``, 0.10.0-0.33.0).  ``None`` when no registry is found."""
+        entries = self.r.model_registry(module.split(".", 1)[0])
+        if entries is None:
+            return None
+        tables = set()
+        for table, _arch, mod, cls in entries:
+            if mod == module:
+                tables.add(table)
+            elif module.startswith(mod + "."):  # a package that re-exports the class (vllm.models.qwen4_exp)
+                try:
+                    key = self.r.resolve_class(mod, cls)
+                except Unresolved:
+                    key = None
+                if key is not None and key[0] == module:
+                    tables.add(table)
+        return bool(tables) and tables <= {F.DRAFTER_TABLE}
+
     def registrations(self) -> list:
         """:meth:`Resolver.registrations` of the checked files and of every other file of the
         checked file's top-level package that calls ``.register_model(`` (a plugin registers its

@@ -181,6 +181,10 @@ class RankFacts:
         """:meth:`VllmEngine.feature_refuses_pp <pp_attr_lint.engines.vllm.VllmEngine.feature_refuses_pp>`."""
         return self.vllm.feature_refuses_pp(flag)
 
+    def drafter_module(self, module: str) -> bool | None:
+        """:meth:`VllmEngine.drafter_module <pp_attr_lint.engines.vllm.VllmEngine.drafter_module>`."""
+        return self.vllm.drafter_module(module)
+
     def registrations(self) -> list:
         """:meth:`VllmEngine.registrations <pp_attr_lint.engines.vllm.VllmEngine.registrations>`."""
         return self.vllm.registrations()
