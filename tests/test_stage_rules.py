@@ -247,3 +247,40 @@ def test_a_drafter_test_without_a_registry_is_not_judged(tmp_path):
     assert r.json() == [], r.stdout
     assert [(Path(d["filename"]).name, d["location"]["row"], d["reason"]) for d in r.not_judged()] == [
         ("mtp.py", 6, "engine-fact-unknown")], r.stdout
+
+
+def test_a_declared_flag_without_a_raise_does_not_make_the_drop_a_finding(tmp_path):
+    """PPA413: the runner's drop is reported only when a model that declares the raw-token flag
+    raises without the ids; a wrapper that only declares it (its language model reads the ids on
+    the first rank) leaves the drop alone."""
+    runner = '''
+    from vllm.distributed import get_pp_group
+
+
+    class Runner:
+        def __init__(self):
+            self.is_first_pp_rank = get_pp_group().is_first_rank
+
+        def step(self, model_inputs):
+            if not self.is_first_pp_rank:
+                model_inputs["input_ids"] = None
+            return model_inputs
+    '''
+    model = '''
+    class Wrapper:
+        requires_raw_input_tokens = True
+
+        def forward(self, input_ids, positions):
+            {body}
+            return positions
+    '''
+    base = {"rt/__init__.py": "", "rt/worker.py": runner, "rt/models/__init__.py": "",
+            "rt/models/wrap/__init__.py": ""}
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA413")
+    quiet = _write(tmp_path / "quiet", {**base, "rt/models/wrap/model.py": model.format(body="pass")})
+    r = run_cli(*args, cwd=quiet)
+    assert r.rc == 0 and r.json() == [], r.stdout
+    loud = _write(tmp_path / "loud", {**base, "rt/models/wrap/model.py": model.format(
+        body='if input_ids is None:\n                raise ValueError("needs the ids")')})
+    r = run_cli(*args, cwd=loud)
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("worker.py", 10)], r.stdout

@@ -185,6 +185,10 @@ class RankFacts:
         """:meth:`VllmEngine.drafter_module <pp_attr_lint.engines.vllm.VllmEngine.drafter_module>`."""
         return self.vllm.drafter_module(module)
 
+    def raw_token_models(self, top: str) -> list:
+        """:meth:`VllmEngine.raw_token_models <pp_attr_lint.engines.vllm.VllmEngine.raw_token_models>`."""
+        return self.vllm.raw_token_models(top)
+
     def registrations(self) -> list:
         """:meth:`VllmEngine.registrations <pp_attr_lint.engines.vllm.VllmEngine.registrations>`."""
         return self.vllm.registrations()
