@@ -155,3 +155,39 @@ def read_before_payload(body, loop, payloads) -> set:
             break
         out |= {n.id for n in fast_walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return out
+
+
+# vLLM's runner allocates what a rank receives with the model's own hook
+# (vllm/v1/worker/gpu_model_runner.py: `self.model.make_empty_intermediate_tensors(...)`), which
+# models bind in `__init__` from `make_empty_intermediate_tensors_factory(keys, hidden_size)`
+# (vllm/model_executor/models/utils.py) or define as a method
+ALLOCATION_HOOK = "make_empty_intermediate_tensors"
+ALLOCATION_FACTORY = "make_empty_intermediate_tensors_factory"
+
+
+def allocated_keys(cls) -> tuple | None:
+    """The keys the vLLM runner allocates for what a rank of class ``cls`` (an ``ast.ClassDef``)
+    receives: the string literals of ``self.make_empty_intermediate_tensors =
+    make_empty_intermediate_tensors_factory([...], ...)`` in ``__init__``, or of the dict literal a
+    ``make_empty_intermediate_tensors`` method returns in ``IntermediateTensors({...})``.
+    ``None`` when the class binds the hook another way (forwarded, computed) or not at all."""
+    for m in cls.body:
+        if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if m.name == "__init__":
+            for n in fast_walk(m):
+                if isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == ALLOCATION_HOOK
+                                                     and isinstance(t.value, ast.Name) and t.value.id == "self"
+                                                     for t in n.targets):
+                    v = n.value
+                    if isinstance(v, ast.Call) and getattr(v.func, "id", getattr(v.func, "attr", None)) == \
+                            ALLOCATION_FACTORY and v.args and isinstance(v.args[0], (ast.List, ast.Tuple)) and all(
+                                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.args[0].elts):
+                        return tuple(e.value for e in v.args[0].elts)
+                    return None
+        elif m.name == ALLOCATION_HOOK:
+            returns = [n for n in fast_walk(m) if isinstance(n, ast.Return) and isinstance(n.value, ast.Call)]
+            keys = {sent_keys(r.value) for r in returns
+                    if getattr(r.value.func, "id", getattr(r.value.func, "attr", None)) in PAYLOADS}
+            return keys.pop() if len(keys) == 1 and None not in keys and len(returns) == len(keys) else None
+    return None
