@@ -82,7 +82,7 @@ class RunnerDropsRawTokens(Rule):
             message = (f"`{cls}.{method}` drops `{_KEY}` on every pipeline-parallel rank after the first without "
                        f"asking `{_FLAG}`, but models of this tree declare that they need the raw token ids and "
                        f"raise without them ({named}{more}): their later stages get `None`.")
-            explanation = [f"this line runs {G_when(guard)}",
+            explanation = [f"this line runs when {guard}",
                            f"a model with `{_FLAG} = True` whose code raises when `{_KEY} is None` runs its "
                            f"layers on every stage",
                            f"the test around the drop does not name `{_FLAG}`"]
@@ -93,11 +93,6 @@ class RunnerDropsRawTokens(Rule):
                 witness={"ranks": "every pipeline-parallel rank but the first",
                          "config": {_FLAG: True}}))
         return out
-
-
-def G_when(guard: str) -> str:
-    """``when <guard>`` for a guard already put in words."""
-    return f"when {guard}"
 
 
 RULE = RunnerDropsRawTokens(
