@@ -284,3 +284,44 @@ def test_a_declared_flag_without_a_raise_does_not_make_the_drop_a_finding(tmp_pa
         body='if input_ids is None:\n                raise ValueError("needs the ids")')})
     r = run_cli(*args, cwd=loud)
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("worker.py", 10)], r.stdout
+
+
+def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
+    """PPA414: the setter of an EAGLE-3 drafter's layers is reported when the engine's code lets
+    EAGLE-3 run under PP (or says nothing about it), and left alone when the check the engine
+    calls under `pp_size > 1` allows only EAGLE (SGLang 0.5.23)."""
+    model = '''
+    from vllm.distributed import get_pp_group
+
+
+    class Model:
+        def forward(self, hidden):
+            for i in range(self.start_layer, self.end_layer):
+                if i in self.layers_to_capture:
+                    hidden += 1
+            return hidden
+
+
+    class ForCausalLM:
+        def set_eagle3_layers_to_capture(self, layer_ids):
+            if not get_pp_group().is_last_rank:
+                return
+            self.model.layers_to_capture = list(layer_ids)
+    '''
+    hook = '''
+    def check_pipeline_parallel_compat(cfg):
+        if cfg.speculative_algorithm is not None:
+            assert cfg.speculative_algorithm.upper() == "EAGLE"
+
+
+    def check_server_args(cfg):
+        if cfg.pp_size > 1:
+            check_pipeline_parallel_compat(cfg)
+    '''
+    base = {"eng/__init__.py": "", "eng/models/__init__.py": "", "eng/models/m.py": model}
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+            "--select", "PPA414")
+    r = run_cli(*args, cwd=_write(tmp_path / "open", base))
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("m.py", 14)], r.stdout
+    r = run_cli(*args, cwd=_write(tmp_path / "refused", {**base, "eng/hook.py": hook}))
+    assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout

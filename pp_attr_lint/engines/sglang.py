@@ -330,6 +330,31 @@ class SglangEngine(Service):
         memo[(dirs, top)] = answer = {"keys": keys, "sites": sites} if sites else None
         return answer
 
+    def pp_speculative_algorithms(self, top: str) -> frozenset | None:
+        """The speculative-decoding algorithms the engine whose top-level package is ``top`` lets
+        run under pipeline parallelism: the names a function compares ``speculative_algorithm``
+        with (:func:`_algorithm_names`), when the tree calls that function only under a test true
+        under PP (``if cfg.pp_size > 1: check_pipeline_parallel_compat(cfg)``) and the function
+        asserts on them.  SGLang 0.5.23 (sglang/srt/arg_groups/validation_hook.py): ``EAGLE``
+        (not multi-layer) and ``DSPARK`` (prefill disaggregation); EAGLE-3 and DFlash are refused.
+        ``None`` when no such function is found."""
+        memo = self._memo.setdefault("pp-spec", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        names = None
+        for _module, tree, _lines in self.m.reader.package_trees(top, b"speculative_algorithm"):
+            checks = {fn.name: fn for fn in fast_walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and any(isinstance(a, ast.Assert) for a in fast_walk(fn)) and _algorithm_names(fn)}
+            for n in fast_walk(tree):
+                if isinstance(n, ast.If) and pp_only_test(n.test):
+                    for c in n.body:
+                        if isinstance(c, ast.Expr) and isinstance(c.value, ast.Call) \
+                                and getattr(c.value.func, "id", None) in checks:
+                            names = (names or set()) | _algorithm_names(checks[c.value.func.id])
+        memo[(dirs, top)] = answer = frozenset(names) if names else None
+        return answer
+
 
 def _allocations(fn) -> list:
     """``[(key, "always" | "when")]`` of the runner's allocations in ``fn`` (see
@@ -346,4 +371,22 @@ def _allocations(fn) -> list:
         elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == "pp_proxy_tensors" \
                 and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str) and isinstance(v, ast.Call):
             out.append((t.slice.value, "when"))
+    return out
+
+
+def _algorithm_names(fn) -> set:
+    """The string constants ``fn`` compares (``==``) with a read of ``speculative_algorithm``
+    (``cfg.speculative_algorithm == "DSPARK"``, ``cfg.speculative_algorithm.upper() == "EAGLE"``)."""
+    out = set()
+    for n in fast_walk(fn):
+        if not (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq)):
+            continue
+        left, right = n.left, n.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr == "upper":
+            left = left.func.value
+        if isinstance(left, ast.Attribute) and left.attr == "speculative_algorithm" \
+                and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            out.add(right.value.upper())
     return out

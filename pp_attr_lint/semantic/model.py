@@ -201,6 +201,10 @@ class RankFacts:
         """:meth:`SglangEngine.proxy_contract <pp_attr_lint.engines.sglang.SglangEngine.proxy_contract>`."""
         return self.sglang.proxy_contract(top)
 
+    def pp_speculative_algorithms(self, top: str) -> frozenset | None:
+        """:meth:`SglangEngine.pp_speculative_algorithms <pp_attr_lint.engines.sglang.SglangEngine.pp_speculative_algorithms>`."""
+        return self.sglang.pp_speculative_algorithms(top)
+
     def entry_classes(self, module: str) -> list | None:
         """:meth:`SglangEngine.entry_classes <pp_attr_lint.engines.sglang.SglangEngine.entry_classes>`."""
         return self.sglang.entry_classes(module)
