@@ -214,6 +214,10 @@ def test_the_draft_layer_id_fix_is_unsafe_and_keeps_the_file(tmp_path):
             self.model = Model(vllm_config=vllm_config, start_layer_id=target_layer_num)
     '''
     root = _write(tmp_path, {"pkg/__init__.py": "", "pkg/head.py": head})
+    text = run_cli("check", ".", "--src", STUBS, "--no-cache", "--select", "PPA411", cwd=root).stdout
+    # like ruff: an unsafe fix is not "fixable with --fix"; it is counted as hidden
+    assert "[*]" not in text and "fixable with" not in text, text
+    assert text.rstrip().endswith("1 hidden fix can be enabled with the `--unsafe-fixes` option."), text
     args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA411")
     r = run_cli(*args, "--fix", cwd=root)
     assert [(f["location"]["row"], f["fix"]["applicability"]) for f in r.json()] == [(3, "unsafe")], r.stdout
