@@ -103,10 +103,16 @@ def _label(f: Finding) -> str:
     return f.code if f.code else f.name
 
 
+def _safe_fix(f: Finding) -> bool:
+    """Whether ``--fix`` applies ``f``'s fix (a ``safe`` one; an ``unsafe`` one needs
+    ``--unsafe-fixes``), as ruff marks a finding ``[*]``."""
+    return f.fix is not None and f.fix.applicability == "safe"
+
+
 def to_concise(findings: list[Finding]) -> str:
     """One line per finding: ``path:row:col: CODE message``."""
     return "".join(
-        f"{display_path(f.path)}:{f.row}:{f.column}: {_label(f)}{' [*]' if f.fix else ''} {f.message}\n"
+        f"{display_path(f.path)}:{f.row}:{f.column}: {_label(f)}{' [*]' if _safe_fix(f) else ''} {f.message}\n"
         for f in findings
     )
 
@@ -274,10 +280,18 @@ def rule_markdown(r: Rule) -> str:
     return "\n".join(parts)
 
 
+def _hidden_note(hidden: int, before: str, after: str) -> str:
+    """ruff's note on unsafe fixes: ``N hidden fix(es) can be enabled with the `--unsafe-fixes`
+    option`` inside ``before``/``after``; empty when ``hidden`` is 0."""
+    if not hidden:
+        return ""
+    return f"{before}{hidden} hidden fix{'es' if hidden > 1 else ''} can be enabled with the `--unsafe-fixes` option{after}"
+
+
 def statistics(findings: list[Finding]) -> str:
     """Counts per code, like ``ruff --statistics``: ``count  CODE  [*]  name``."""
     counts = Counter((_label(f), f.name) for f in findings)
-    fixable = Counter(_label(f) for f in findings if f.fix)
+    fixable = Counter(_label(f) for f in findings if _safe_fix(f))
     lines = []
     for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         mark = "[*]" if fixable.get(code) == n else ("[-]" if fixable.get(code) else "[ ]")
@@ -305,7 +319,7 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
     lines: list[list[tuple[str | None, str]]] = []  # each line: (style or None, text) segments
     for f in findings:
         head = [("bold", display_path(f.path)), (None, f":{f.row}:{f.column}: "), ("bold red", _label(f))]
-        if f.fix:
+        if _safe_fix(f):
             head += [(None, " "), ("cyan", "[*]")]
         lines.append(head + [(None, f" {f.message}")])
         text = sources.get(f.path)
@@ -329,12 +343,16 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
         lines.append([])
     if not quiet:
         lines.append([(None, found_line(len(findings), len(fixed), incomplete))])
-    fixable = sum(1 for f in findings if f.fix is not None)
+    fixable = sum(1 for f in findings if _safe_fix(f))
+    hidden = sum(1 for f in findings if f.fix is not None and not _safe_fix(f))
     if fixable and not quiet and fix_errors:
         more = f" (and {len(fix_errors) - 1} more file{'s' if len(fix_errors) > 2 else ''})" if len(fix_errors) > 1 else ""
         lines.append([("cyan", "[*]"), (None, f" {fixable} fixable, but the fix failed: {fix_errors[0]}{more}.")])
     elif fixable and not quiet:
-        lines.append([("cyan", "[*]"), (None, f" {fixable} fixable with the `--fix` option.")])
+        lines.append([("cyan", "[*]"), (None, f" {fixable} fixable with the `--fix` option"
+                                              f"{_hidden_note(hidden, ' (', ')')}.")])
+    elif hidden and not quiet and not fix_errors:
+        lines.append([(None, _hidden_note(hidden, "", "") + ".")])
     if show_fixes and fixed:
         lines += [[], [(None, "Fixed:")]]
         lines += [[(None, f"  {display_path(f.path)}:{f.row}:{f.column}: {_label(f)} {f.fix.message if f.fix else ''}")]

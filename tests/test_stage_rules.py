@@ -129,3 +129,203 @@ def test_a_parent_branch_named_by_the_override_is_kept(tmp_path):
     assert r.rc == 0 and r.json() == [], r.stdout
     r = run_cli(*args, cwd=drops)
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("child.py", 5)], r.stdout
+
+
+def test_an_override_whose_base_cannot_be_read_is_not_judged(tmp_path):
+    """PPA409: an override of a base the run cannot read (a module outside the analysed tree) is
+    listed as not judged: whether the base has a branch for some ranks is not known."""
+    child = '''
+    from other_pkg.base import TextForCausalLM
+
+
+    class ChildForCausalLM(TextForCausalLM):
+        def load_weights(self, weights):
+            params = dict(self.named_parameters())
+            for name, w in weights:
+                params[name].data = w
+    '''
+    root = _write(tmp_path, {"pkg/__init__.py": "", "pkg/child.py": child})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA409", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert r.json() == [], r.stdout
+    nj = r.not_judged()
+    assert [(Path(d["filename"]).name, d["location"]["row"], d["rule"]) for d in nj] == [
+        ("child.py", 5, "PPA409")], nj
+    assert "ChildForCausalLM.load_weights" in nj[0]["detail"]
+
+
+PROXY_MODEL = '''
+from sglang.srt.model_executor.forward_batch_info import PPProxyTensors
+
+
+class PluginModel:
+    def forward(self, positions, pp_proxy_tensors=None):
+        if not self.pp_group.is_first_rank:
+            return pp_proxy_tensors["aux_hidden_states"]
+        return PPProxyTensors({"hidden_states": positions})
+'''
+
+
+def test_proxy_keys_without_the_runner_are_not_judged(tmp_path):
+    """PPA410: a plugin checked without the engine's runner: which proxy buffers the runner
+    allocates is not read, so the read is listed as not judged (engine-fact-unknown)."""
+    root = _write(tmp_path, {"plug/__init__.py": "", "plug/model.py": PROXY_MODEL})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA410", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert r.json() == [], r.stdout
+    assert [(Path(d["filename"]).name, d["location"]["row"], d["reason"]) for d in r.not_judged()] == [
+        ("model.py", 7, "engine-fact-unknown")]
+
+
+def test_proxy_keys_are_read_from_the_runner_of_the_tree(tmp_path):
+    """PPA410: the same plugin with the engine's runner beside it: a key the runner allocates
+    (here under a condition) is fine, one it never allocates is reported."""
+    runner = '''
+    def allocate(n, fold):
+        pp_proxy_tensors = {"hidden_states": zeros(n)}
+        if fold:
+            pp_proxy_tensors["aux_hidden_states"] = zeros(n)
+        return pp_proxy_tensors
+    '''
+    files = {"plug/__init__.py": "", "sglang/__init__.py": "", "sglang/srt/__init__.py": "",
+             "sglang/srt/model_executor/__init__.py": "", "sglang/srt/model_executor/forward_batch_info.py":
+             "class PPProxyTensors:\n    pass\n", "sglang/srt/model_executor/buffers.py": runner}
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+            "--select", "PPA410")
+    ok = _write(tmp_path / "ok", {**files, "plug/model.py": PROXY_MODEL})
+    r = run_cli(*args, cwd=ok)
+    assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
+    bad = _write(tmp_path / "bad", {**files, "plug/model.py": PROXY_MODEL.replace('"aux_hidden_states"]', '"aux"]')})
+    r = run_cli(*args, cwd=bad)
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 7)], r.stdout
+
+
+def test_the_draft_layer_id_fix_is_unsafe_and_keeps_the_file(tmp_path):
+    """PPA411: the fix (total layer count for the stage count) is applied only with
+    `--unsafe-fixes`, across the lines of the call, and what it writes is silent."""
+    head = '''
+    class EagleForCausalLM:
+        def __init__(self, vllm_config, prefix=""):
+            target_layer_num = vllm_config.model_config.get_num_layers(
+                vllm_config.parallel_config
+            )
+            self.model = Model(vllm_config=vllm_config, start_layer_id=target_layer_num)
+    '''
+    root = _write(tmp_path, {"pkg/__init__.py": "", "pkg/head.py": head})
+    text = run_cli("check", ".", "--src", STUBS, "--no-cache", "--select", "PPA411", cwd=root).stdout
+    # like ruff: an unsafe fix is not "fixable with --fix"; it is counted as hidden
+    assert "[*]" not in text and "fixable with" not in text, text
+    assert text.rstrip().endswith("1 hidden fix can be enabled with the `--unsafe-fixes` option."), text
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA411")
+    r = run_cli(*args, "--fix", cwd=root)
+    assert [(f["location"]["row"], f["fix"]["applicability"]) for f in r.json()] == [(3, "unsafe")], r.stdout
+    assert "get_num_layers(" in (root / "pkg/head.py").read_text()
+    r = run_cli(*args, "--fix", "--unsafe-fixes", cwd=root)
+    assert r.rc == 0, r.stdout
+    text = (root / "pkg/head.py").read_text()
+    assert "target_layer_num = vllm_config.model_config.get_total_num_hidden_layers()\n" in text, text
+    assert run_cli(*args, cwd=root).json() == []
+
+
+def test_a_drafter_test_without_a_registry_is_not_judged(tmp_path):
+    """PPA412: whether a module holds drafters is read from the model registry of its package;
+    without one, its first-rank branch is listed as not judged (not reported, not passed)."""
+    mtp = '''
+    from vllm.distributed import get_pp_group
+
+
+    class Predictor:
+        def forward(self, hidden_states, intermediate_tensors=None):
+            if get_pp_group().is_first_rank:
+                return hidden_states
+            else:
+                assert intermediate_tensors is not None
+                return intermediate_tensors["hidden_states"]
+    '''
+    root = _write(tmp_path, {"plug/__init__.py": "", "plug/mtp.py": mtp})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA412", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert r.json() == [], r.stdout
+    assert [(Path(d["filename"]).name, d["location"]["row"], d["reason"]) for d in r.not_judged()] == [
+        ("mtp.py", 6, "engine-fact-unknown")], r.stdout
+
+
+def test_a_declared_flag_without_a_raise_does_not_make_the_drop_a_finding(tmp_path):
+    """PPA413: the runner's drop is reported only when a model that declares the raw-token flag
+    raises without the ids; a wrapper that only declares it (its language model reads the ids on
+    the first rank) leaves the drop alone."""
+    runner = '''
+    from vllm.distributed import get_pp_group
+
+
+    class Runner:
+        def __init__(self):
+            self.is_first_pp_rank = get_pp_group().is_first_rank
+
+        def step(self, model_inputs):
+            if not self.is_first_pp_rank:
+                model_inputs["input_ids"] = None
+            return model_inputs
+    '''
+    model = '''
+    class Wrapper:
+        requires_raw_input_tokens = True
+
+        def forward(self, input_ids, positions):
+            {body}
+            return positions
+    '''
+    base = {"rt/__init__.py": "", "rt/worker.py": runner, "rt/models/__init__.py": "",
+            "rt/models/wrap/__init__.py": ""}
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA413")
+    quiet = _write(tmp_path / "quiet", {**base, "rt/models/wrap/model.py": model.format(body="pass")})
+    r = run_cli(*args, cwd=quiet)
+    assert r.rc == 0 and r.json() == [], r.stdout
+    loud = _write(tmp_path / "loud", {**base, "rt/models/wrap/model.py": model.format(
+        body='if input_ids is None:\n                raise ValueError("needs the ids")')})
+    r = run_cli(*args, cwd=loud)
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("worker.py", 10)], r.stdout
+
+
+def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
+    """PPA414: the setter of an EAGLE-3 drafter's layers is reported when the engine's code lets
+    EAGLE-3 run under PP (or says nothing about it), and left alone when the check the engine
+    calls under `pp_size > 1` allows only EAGLE (SGLang 0.5.23)."""
+    model = '''
+    from vllm.distributed import get_pp_group
+
+
+    class Model:
+        def forward(self, hidden):
+            for i in range(self.start_layer, self.end_layer):
+                if i in self.layers_to_capture:
+                    hidden += 1
+            return hidden
+
+
+    class ForCausalLM:
+        def set_eagle3_layers_to_capture(self, layer_ids):
+            if not get_pp_group().is_last_rank:
+                return
+            self.model.layers_to_capture = list(layer_ids)
+    '''
+    hook = '''
+    def check_pipeline_parallel_compat(cfg):
+        if cfg.speculative_algorithm is not None:
+            assert cfg.speculative_algorithm.upper() == "EAGLE"
+
+
+    def check_server_args(cfg):
+        if cfg.pp_size > 1:
+            check_pipeline_parallel_compat(cfg)
+    '''
+    base = {"eng/__init__.py": "", "eng/models/__init__.py": "", "eng/models/m.py": model}
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+            "--select", "PPA414")
+    r = run_cli(*args, cwd=_write(tmp_path / "open", base))
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("m.py", 14)], r.stdout
+    r = run_cli(*args, cwd=_write(tmp_path / "refused", {**base, "eng/hook.py": hook}))
+    assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout

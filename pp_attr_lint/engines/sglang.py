@@ -5,7 +5,9 @@ from the analysed tree.
   with ``pkgutil.iter_modules`` and loads ``module.EntryClass`` of each;
 * ``sglang/srt/model_executor/model_runner.py`` asserts under PP that the model's ``forward``
   takes ``pp_proxy_tensors`` (``support_pp``, 0.5.15 and 0.5.23): a class whose ``forward``
-  does not is refused.
+  does not is refused;
+* its runner allocates the proxy buffers a rank after the first receives at capture and warm-up
+  (``proxy_contract``: ``runner_utils/buffers.py`` and ``runner/base_runner.py`` in 0.5.23).
 """
 
 from __future__ import annotations
@@ -293,3 +295,98 @@ class SglangEngine(Service):
             a = fwd.args
             return parameter in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
         return None
+
+    def proxy_contract(self, top: str) -> dict | None:
+        """What the model runner of the engine whose top-level package is ``top`` allocates for
+        what a non-first rank receives when it captures its graphs and warms up:
+        ``{"keys": {key: "always" | "when"}, "sites": [[module, line], ...]}``.  A site is an
+        assignment of a dict literal of allocations (``pp_proxy_tensors = {"hidden_states":
+        torch.zeros(...)}``: each key ``"always"`` under PP) or of one allocation to a key
+        (``pp_proxy_tensors["residual"] = torch.zeros(...)``: ``"when"``, under a condition of
+        the model's config) to a variable named ``pp_proxy_tensors``; a key allocated in one
+        way at one site and the other at another is ``"when"``.  SGLang 0.5.23 allocates in
+        sglang/srt/model_executor/runner/base_runner.py and runner_utils/buffers.py
+        (``allocate_pp_proxy_tensors``): ``hidden_states`` always, ``residual`` unless the model
+        folds it into ``hidden_states`` (mHC) or has Kimi K3's ``attn_res_bank``, ``topk_indices``
+        for DSA models, ``dspark_hidden_states``; the capture and warm-up proxies are built from
+        these buffers (``PPProxyTensors({k: v[:n] for k, v in buffers.pp_proxy_tensors.items()})``).
+        ``None`` when no such site is found in the analysed tree."""
+        memo = self._memo.setdefault("proxy-contract", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        keys: dict = {}
+        sites = []
+        for module, tree, _lines in self.m.reader.package_trees(top, b"pp_proxy_tensors"):
+            for fn in fast_walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                found = _allocations(fn)
+                if not found:
+                    continue
+                sites.append([module, fn.lineno])
+                for key, how in found:
+                    keys[key] = "when" if keys.get(key, how) != how else how
+        memo[(dirs, top)] = answer = {"keys": keys, "sites": sites} if sites else None
+        return answer
+
+    def pp_speculative_algorithms(self, top: str) -> frozenset | None:
+        """The speculative-decoding algorithms the engine whose top-level package is ``top`` lets
+        run under pipeline parallelism: the names a function compares ``speculative_algorithm``
+        with (:func:`_algorithm_names`), when the tree calls that function only under a test true
+        under PP (``if cfg.pp_size > 1: check_pipeline_parallel_compat(cfg)``) and the function
+        asserts on them.  SGLang 0.5.23 (sglang/srt/arg_groups/validation_hook.py): ``EAGLE``
+        (not multi-layer) and ``DSPARK`` (prefill disaggregation); EAGLE-3 and DFlash are refused.
+        ``None`` when no such function is found."""
+        memo = self._memo.setdefault("pp-spec", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        names = None
+        for _module, tree, _lines in self.m.reader.package_trees(top, b"speculative_algorithm"):
+            checks = {fn.name: fn for fn in fast_walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and any(isinstance(a, ast.Assert) for a in fast_walk(fn)) and _algorithm_names(fn)}
+            for n in fast_walk(tree):
+                if isinstance(n, ast.If) and pp_only_test(n.test):
+                    for c in n.body:
+                        if isinstance(c, ast.Expr) and isinstance(c.value, ast.Call) \
+                                and getattr(c.value.func, "id", None) in checks:
+                            names = (names or set()) | _algorithm_names(checks[c.value.func.id])
+        memo[(dirs, top)] = answer = frozenset(names) if names else None
+        return answer
+
+
+def _allocations(fn) -> list:
+    """``[(key, "always" | "when")]`` of the runner's allocations in ``fn`` (see
+    :meth:`SglangEngine.proxy_contract`); a dict literal must allocate every value (a call)."""
+    out = []
+    for n in fast_walk(fn):
+        if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, (ast.Dict, ast.Call))):
+            continue
+        t, v = n.targets[0], n.value
+        if isinstance(t, ast.Name) and t.id == "pp_proxy_tensors" and isinstance(v, ast.Dict) and v.keys and all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(x, ast.Call)
+                for k, x in zip(v.keys, v.values)):
+            out += [(k.value, "always") for k in v.keys]
+        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == "pp_proxy_tensors" \
+                and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str) and isinstance(v, ast.Call):
+            out.append((t.slice.value, "when"))
+    return out
+
+
+def _algorithm_names(fn) -> set:
+    """The string constants ``fn`` compares (``==``) with a read of ``speculative_algorithm``
+    (``cfg.speculative_algorithm == "DSPARK"``, ``cfg.speculative_algorithm.upper() == "EAGLE"``)."""
+    out = set()
+    for n in fast_walk(fn):
+        if not (isinstance(n, ast.Compare) and len(n.ops) == 1 and isinstance(n.ops[0], ast.Eq)):
+            continue
+        left, right = n.left, n.comparators[0]
+        if isinstance(left, ast.Constant):
+            left, right = right, left
+        if isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and left.func.attr == "upper":
+            left = left.func.value
+        if isinstance(left, ast.Attribute) and left.attr == "speculative_algorithm" \
+                and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            out.add(right.value.upper())
+    return out

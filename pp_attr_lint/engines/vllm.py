@@ -171,6 +171,66 @@ class VllmEngine(Service):
         memo[(dirs, top)] = answer
         return answer
 
+    def drafter_module(self, module: str) -> bool | None:
+        """Whether the model registry of ``module``'s top-level package lists classes of ``module``
+        (by this module's name, or by a package above it that re-exports them) and lists them only in its table of speculative-decoding drafters
+        (:data:`~pp_attr_lint.facts.DRAFTER_TABLE`): every class of the module then runs inside a
+        drafter, which vLLM builds and runs on the last pipeline-parallel rank only
+        (vllm/v1/worker/gpu_model_runner.py: ``if self.speculative_config and
+        get_pp_group().is_last_rank``, 0.10.0-0.33.0).  ``None`` when no registry is found."""
+        entries = self.r.model_registry(module.split(".", 1)[0])
+        if entries is None:
+            return None
+        tables = set()
+        for table, _arch, mod, cls in entries:
+            if mod == module:
+                tables.add(table)
+            elif module.startswith(mod + "."):  # a package that re-exports the class (vllm.models.qwen4_exp)
+                try:
+                    key = self.r.resolve_class(mod, cls)
+                except Unresolved:
+                    key = None
+                if key is not None and key[0] == module:
+                    tables.add(table)
+        return bool(tables) and tables <= {F.DRAFTER_TABLE}
+
+    def raw_token_models(self, top: str) -> list:
+        """``[(module, class, line, evidence)]`` of the classes of package ``top`` that declare that
+        they need the raw token ids (a class attribute ``requires_raw_input_tokens = True``,
+        vllm/model_executor/models/interfaces.py) and whose model code raises without them:
+        ``evidence`` is ``"module:line"`` of a ``raise`` under a test of ``input_ids is None``
+        in the class's module or, for a model kept in a folder of its own (``{top}.models.<name>``,
+        vLLM 0.32.0-0.33.0: DeepSeek-V4's MoE routing, Qwen4Exp's PLE), in a module of that folder.
+        A class whose code never raises so (a multimodal wrapper that hands the ids to a language
+        model reading them on the first rank only) is left out.  Empty when there is none."""
+        memo = self._memo.setdefault("raw-tokens", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        declared = []
+        for module, tree, _lines in self.m.reader.package_trees(top, b"requires_raw_input_tokens = True"):
+            for cls in ast.walk(tree):
+                if isinstance(cls, ast.ClassDef) and any(
+                        isinstance(st, ast.Assign) and isinstance(st.value, ast.Constant) and st.value.value is True
+                        and "requires_raw_input_tokens" in {getattr(t, "id", None) for t in st.targets}
+                        for st in cls.body):
+                    declared.append((module, cls.name, cls.lineno))
+        raises: dict = {}  # module -> the line of its first raise under `input_ids is None`
+        if declared:
+            for module, tree, _lines in self.m.reader.package_trees(top, b"input_ids is None"):
+                line = _raise_without_ids(tree)
+                if line is not None:
+                    raises[module] = line
+        out = []
+        for module, cls, line in declared:
+            parts = module.split(".")
+            folder = ".".join(parts[:3]) if len(parts) > 3 and parts[1] == "models" else module
+            hit = sorted((m, n) for m, n in raises.items() if m == folder or m.startswith(folder + "."))
+            if hit:
+                out.append((module, cls, line, f"{hit[0][0]}:{hit[0][1]}"))
+        memo[(dirs, top)] = sorted(out)
+        return memo[(dirs, top)]
+
     def registrations(self) -> list:
         """:meth:`Resolver.registrations` of the checked files and of every other file of the
         checked file's top-level package that calls ``.register_model(`` (a plugin registers its
@@ -204,3 +264,16 @@ class VllmEngine(Service):
             got = self.r.registrations(sorted(sources.items(), key=lambda kv: kv[0]))
             self.ctx.shared[key] = got
         return got
+
+
+def _raise_without_ids(tree) -> int | None:
+    """The line of the first ``raise`` that ends the block of an ``if`` whose test holds a
+    comparison ``input_ids is None`` (see :meth:`VllmEngine.raw_token_models`); ``None`` when
+    there is none."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.If) and n.body and isinstance(n.body[-1], ast.Raise) and any(
+                isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == "input_ids"
+                and isinstance(c.ops[0], ast.Is) and isinstance(c.comparators[0], ast.Constant)
+                and c.comparators[0].value is None for c in ast.walk(n.test)):
+            return n.body[-1].lineno
+    return None

@@ -181,6 +181,14 @@ class RankFacts:
         """:meth:`VllmEngine.feature_refuses_pp <pp_attr_lint.engines.vllm.VllmEngine.feature_refuses_pp>`."""
         return self.vllm.feature_refuses_pp(flag)
 
+    def drafter_module(self, module: str) -> bool | None:
+        """:meth:`VllmEngine.drafter_module <pp_attr_lint.engines.vllm.VllmEngine.drafter_module>`."""
+        return self.vllm.drafter_module(module)
+
+    def raw_token_models(self, top: str) -> list:
+        """:meth:`VllmEngine.raw_token_models <pp_attr_lint.engines.vllm.VllmEngine.raw_token_models>`."""
+        return self.vllm.raw_token_models(top)
+
     def registrations(self) -> list:
         """:meth:`VllmEngine.registrations <pp_attr_lint.engines.vllm.VllmEngine.registrations>`."""
         return self.vllm.registrations()
@@ -188,6 +196,14 @@ class RankFacts:
     def pp_forward_requirement(self, top: str) -> tuple | None:
         """:meth:`SglangEngine.pp_forward_requirement <pp_attr_lint.engines.sglang.SglangEngine.pp_forward_requirement>`."""
         return self.sglang.pp_forward_requirement(top)
+
+    def proxy_contract(self, top: str) -> dict | None:
+        """:meth:`SglangEngine.proxy_contract <pp_attr_lint.engines.sglang.SglangEngine.proxy_contract>`."""
+        return self.sglang.proxy_contract(top)
+
+    def pp_speculative_algorithms(self, top: str) -> frozenset | None:
+        """:meth:`SglangEngine.pp_speculative_algorithms <pp_attr_lint.engines.sglang.SglangEngine.pp_speculative_algorithms>`."""
+        return self.sglang.pp_speculative_algorithms(top)
 
     def entry_classes(self, module: str) -> list | None:
         """:meth:`SglangEngine.entry_classes <pp_attr_lint.engines.sglang.SglangEngine.entry_classes>`."""

@@ -5,96 +5,12 @@ stage after the first gets the restart value instead of the previous layer's (se
 
 from __future__ import annotations
 
-from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule, module_classes
-from pp_attr_lint.rule_api import fast_walk as _fast_walk
-
-_PAYLOADS = ("IntermediateTensors", "PPProxyTensors")
-# the loop over this rank's layers names one of these (`range(self.start_layer, self.end_layer)`,
-# `islice(self.layers, self.start_layer, self.end_layer)`, `self.layers[self.start_layer:...]`)
-_RANGE = F.RANGE_ATTRIBUTES
-
 
 def _ast():
     import ast
 
     return ast
-
-def _stores(node) -> set:
-    """The names ``node`` binds (assignments, loop targets, ``with ... as``, walrus)."""
-    ast = _ast()
-    return {n.id for n in _fast_walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
-
-
-def _carried(loop) -> list:
-    """``[(name, call)]``: the names a statement of ``loop``'s body assigns from a call (a tuple
-    target ``h, r, name = layer(...)``, or ``name = layer(...)``) that also takes the name as an
-    argument: the value one layer hands the next."""
-    ast = _ast()
-    out = []
-    for st in _fast_walk(loop):
-        if not (isinstance(st, ast.Assign) and isinstance(st.value, ast.Call)):
-            continue
-        targets = {e.id for t in st.targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])
-                   if isinstance(e, ast.Name)}
-        args = [(k, a) for k, a in enumerate(st.value.args)] + [(k.arg, k.value) for k in st.value.keywords]
-        for slot, a in args:
-            if isinstance(a, ast.Name) and a.id in targets and not any(isinstance(x, ast.Starred) for x in st.value.args):
-                out.append((a.id, slot))
-    return out
-
-
-def _layer_class(cls, attr_names=("layers",)) -> str | None:
-    """The class name a ``make_layers`` call of ``cls`` builds its layers with (``lambda prefix:
-    DecoderLayer(...)``); ``None`` when not one plain class call."""
-    ast = _ast()
-    for n in _fast_walk(cls):
-        if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) == "make_layers" \
-                and len(n.args) >= 2 and isinstance(n.args[1], ast.Lambda) and isinstance(n.args[1].body, ast.Call):
-            f = n.args[1].body.func
-            return f.id if isinstance(f, ast.Name) else None
-    return None
-
-
-def _taken_as_given(layer, slot) -> bool | None:
-    """Whether ``layer``'s ``forward`` uses the parameter at ``slot`` (a position after ``self`` or
-    a keyword) as it comes: it never tests it (``is None``, truth) and never rebinds it.  ``None``
-    when it has no such parameter or no ``forward``."""
-    ast = _ast()
-    fwd = next((m for m in layer.body if isinstance(m, ast.FunctionDef) and m.name == "forward"), None)
-    if fwd is None:
-        return None
-    params = [a.arg for a in fwd.args.posonlyargs + fwd.args.args][1:]
-    names = params + [a.arg for a in fwd.args.kwonlyargs]
-    name = params[slot] if isinstance(slot, int) and slot < len(params) else slot if slot in names else None
-    if name is None:
-        return None
-    for n in _fast_walk(fwd):
-        if isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load):
-            return False  # rebound: what comes in may not matter
-        tests = [n.test] if isinstance(n, (ast.If, ast.IfExp, ast.While, ast.Assert)) else \
-            n.values if isinstance(n, ast.BoolOp) else [n.operand] if isinstance(n, ast.UnaryOp) else \
-            [n.left, *n.comparators] if isinstance(n, ast.Compare) else []
-        if any(isinstance(t, ast.Name) and t.id == name for t in tests):
-            return False  # tested: a missing value has its own path
-    return True
-
-
-def _before_payload(body, loop, payloads) -> set:
-    """The names read after ``loop`` by the statements up to (and with) the one that builds the
-    payload: a value folded into what is sent (``hidden_states + prefix_delta``)."""
-    from pp_attr_lint.semantic.flow import unwrap_with
-
-    ast = _ast()
-    flat = list(unwrap_with(body))
-    last = max(p.lineno for p in payloads)
-    out = set()
-    for st in flat[flat.index(loop) + 1:]:
-        if st.lineno > last:
-            break
-        reads = {n.id for n in _fast_walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-        out |= reads
-    return out
 
 
 def _is_none(node) -> bool:
@@ -104,11 +20,11 @@ def _is_none(node) -> bool:
 
 def _collect(tree, lines) -> list:
     """``[[class, method, name, line, col, end_line, end_col, loop line, payload line, layer class,
-    slot, given]]``: ``given`` as :func:`_taken_as_given` for a layer class of this module, ``None``
+    slot, given]]``: ``given`` as :func:`pp_attr_lint.semantic.boundary.taken_as_given` for a layer class of this module, ``None``
     when the class is elsewhere (or not known), read then by the check."""
-    from pp_attr_lint.semantic.flow import unwrap_with
-
     ast = _ast()
+    from pp_attr_lint.semantic import boundary as B
+
     out = []
 
     def text(node) -> str:
@@ -120,24 +36,24 @@ def _collect(tree, lines) -> list:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 continue
             body_text = text(fn)
-            if not any(p in body_text for p in _PAYLOADS) or "start_layer" not in body_text:
+            if not any(p in body_text for p in B.PAYLOADS) or "start_layer" not in body_text:
                 continue
-            payloads = [n for n in _fast_walk(fn) if isinstance(n, ast.Call)
-                        and getattr(n.func, "id", getattr(n.func, "attr", None)) in _PAYLOADS]
-            strings = {n.value for n in _fast_walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+            payloads = B.payload_calls(fn)
+            strings = {n.value for n in B.fast_walk(fn) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
             if not payloads:
                 continue
             # only the method's own top-level statements: a restart there runs on every rank
             restarts: dict[str, ast.Assign] = {}
-            for st in unwrap_with(fn.body):
-                if isinstance(st, (ast.For, ast.AsyncFor)) and any(w in text(st.iter) for w in _RANGE):
-                    after = _before_payload(fn.body, st, payloads)
-                    for name, slot in _carried(st):
+            loops = {id(st) for st in B.layer_loops(fn, text)}
+            for st in B.flat(fn.body):
+                if id(st) in loops:
+                    after = B.read_before_payload(fn.body, st, payloads)
+                    for name, slot in B.carried(st):
                         first = restarts.get(name)
                         if first is None or name in strings or name in after:
                             continue  # never restarted here, named by the payload or a read, or folded in
-                        layer = _layer_class(cls)
-                        given = _taken_as_given(classes[layer], slot) if layer in classes else None
+                        layer = B.layer_class(cls)
+                        given = B.taken_as_given(classes[layer], slot) if layer in classes else None
                         if given is False:
                             continue  # the layer tests or replaces what it gets
                         out.append([cls.name, fn.name, name, first.lineno,
@@ -146,7 +62,7 @@ def _collect(tree, lines) -> list:
                                     payloads[0].lineno, layer, slot, given])
                         restarts.pop(name)
                     continue
-                for name in _stores(st):
+                for name in B.stores(st):
                     restarts.pop(name, None)  # set again, maybe from what the rank received
                 if isinstance(st, ast.Assign) and _is_none(st.value) and len(st.targets) == 1 \
                         and isinstance(st.targets[0], ast.Name):
@@ -161,7 +77,7 @@ class StageCarriedValue(Rule):
 
     def collect(self, tree, lines):
         text = "".join(lines.lines)
-        if "start_layer" not in text or not any(p + "(" in text for p in _PAYLOADS):
+        if "start_layer" not in text or not any(p + "(" in text for p in ("IntermediateTensors", "PPProxyTensors")):
             return None
         return _collect(tree, lines) or None
 
@@ -205,7 +121,7 @@ class StageCarriedValue(Rule):
 
     @staticmethod
     def _given_elsewhere(ctx, rf, layer, slot):
-        """:func:`_taken_as_given` for a layer class defined in another module of the tree; ``None``
+        """:func:`pp_attr_lint.semantic.boundary.taken_as_given` for a layer class defined in another module of the tree; ``None``
         when it cannot be found there."""
         if layer is None:
             return None
@@ -218,8 +134,10 @@ class StageCarriedValue(Rule):
         for _path, module, tree, _lines in rf.tree_files(f"class {sym[2]}".encode()) or ():
             if module == sym[1]:
                 ast = _ast()
+                from pp_attr_lint.semantic.boundary import taken_as_given
+
                 node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == sym[2]), None)
-                return None if node is None else _taken_as_given(node, slot)
+                return None if node is None else taken_as_given(node, slot)
         return None
 
 

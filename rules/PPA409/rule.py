@@ -151,8 +151,7 @@ class OverrideDropsPPBranch(Rule):
         facts = ctx.facts(self.code)
         if not facts:
             return []
-        from pp_attr_lint.resolve import EXTERNAL
-
+        from pp_attr_lint.resolve import EXTERNAL, Unresolved
         from pp_attr_lint.semantic.model import RankFacts
 
         rf = RankFacts.of(ctx)
@@ -163,7 +162,8 @@ class OverrideDropsPPBranch(Rule):
                 continue
             try:
                 mro = ctx.resolver.mro((ctx.module, cls))
-            except Exception:  # noqa: BLE001  (a base that cannot be read: nothing to compare with)
+            except Unresolved as e:  # a base that cannot be read: its branch cannot be compared
+                out += [self._unread(ctx, cls, name, rec, e) for name, rec in todo]
                 continue
             for name, (line, col, end_col, _own_branch, tokens) in todo:
                 for entry in mro[1:]:
@@ -178,6 +178,14 @@ class OverrideDropsPPBranch(Rule):
                                                                                 entry, branch)])
                     break  # the first definition on the MRO is the one replaced
         return out
+
+    def _unread(self, ctx, cls, name, rec, e):
+        """The not-judged record of an override whose class's bases cannot be read (``e``)."""
+        from pp_attr_lint.model import NotJudged
+
+        return NotJudged(code=self.code, reason=e.reason, path=ctx.file.path, row=rec[0], column=rec[1] + 1,
+                         dep_path=e.path, detail=f"whether `{cls}.{name}` drops a parent's branch for some "
+                         f"pipeline-parallel ranks (its bases are not read: {e.detail})")
 
     def _finding(self, ctx, cls, name, line, col, end_col, entry, branch):
         at, test, where, config, effects = branch

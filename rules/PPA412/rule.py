@@ -1,0 +1,124 @@
+"""PPA412 drafter-branches-on-target-rank: a module of speculative-decoding drafters (an MTP head)
+branches on ``is_first_rank``, the target model's pipeline position, and its branch for the ranks
+after the first uses the intermediate tensors; the engine runs the drafter on the last rank only,
+where it gets none (see README.md)."""
+
+from __future__ import annotations
+
+from pp_attr_lint.rule_api import Rule, module_classes
+
+_PARAM = "intermediate_tensors"
+
+
+def _hard_use(block) -> int | None:
+    """The line of the first statement of ``block`` that needs the intermediate tensors: ``assert
+    intermediate_tensors is not None`` or a subscript of them (``intermediate_tensors["k"]``,
+    ``intermediate_tensors.tensors["k"]``); ``None`` when there is none."""
+    import ast
+
+    from pp_attr_lint.rule_api import fast_walk
+
+    def named(node) -> bool:
+        if isinstance(node, ast.Attribute) and node.attr == "tensors":
+            node = node.value
+        return isinstance(node, ast.Name) and node.id == _PARAM
+
+    for st in block:
+        for n in fast_walk(st):
+            if isinstance(n, ast.Assert) and isinstance(n.test, ast.Compare) and named(n.test.left) \
+                    and isinstance(n.test.ops[0], ast.IsNot):
+                return n.lineno
+            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and named(n.value):
+                return n.lineno
+    return None
+
+
+def _collect(tree, lines) -> list:
+    """``[[class, method, line, col, end_line, end_col, use line, replacement]]``: each ``if`` of a
+    method taking ``intermediate_tensors`` whose test is the first rank or its negation (nothing
+    else), when the block taken on the ranks after the first needs the intermediate tensors
+    (:func:`_hard_use`); ``replacement`` is the test on the inputs that a single-rank run takes
+    the same way (``intermediate_tensors is None`` for ``is_first_rank``)."""
+    import ast
+
+    from pp_attr_lint.rule_api import fast_walk
+    from pp_attr_lint.semantic import guards as G
+
+    out = []
+    for cls in module_classes(tree):
+        for fn in cls.body:
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or _PARAM not in {
+                    a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
+                continue
+            for n in fast_walk(fn):
+                if not isinstance(n, ast.If):
+                    continue
+                f = G.formula(n.test)
+                if f == G.FIRST:
+                    later, repl = n.orelse, f"{_PARAM} is None"
+                elif f == G.f_not(G.FIRST):
+                    later, repl = n.body, f"{_PARAM} is not None"
+                else:
+                    continue
+                use = _hard_use(later)
+                if use is None:
+                    continue
+                t = n.test
+                out.append([cls.name, fn.name, t.lineno, lines.col(t.lineno, t.col_offset), t.end_lineno,
+                            lines.col(t.end_lineno, t.end_col_offset), use, repl])
+    return out
+
+
+class DrafterBranchesOnTargetRank(Rule):
+    def prefilter(self, data: bytes) -> bool:
+        return b"is_first_rank" in data and b"intermediate_tensors" in data
+
+    def collect(self, tree, lines):
+        text = "".join(lines.lines)
+        if "is_first_rank" not in text or _PARAM not in text:
+            return None
+        return _collect(tree, lines) or None
+
+    def check(self, ctx):
+        facts = ctx.facts(self.code)
+        if not facts:
+            return []
+        from pp_attr_lint.model import NotJudged
+        from pp_attr_lint.semantic.model import RankFacts
+
+        drafter = RankFacts.of(ctx).drafter_module(ctx.module)
+        out = []
+        for cls, method, line, col, end_line, end_col, use, repl in facts:
+            if drafter is None:
+                out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path, row=line,
+                                     column=col + 1, detail=f"whether `{ctx.module}` holds speculative-decoding "
+                                     f"drafters only (no model registry of its package is found)"))
+                continue
+            if not drafter:
+                continue  # a model (or a module the registry does not list): its rank tests mean its stage
+            message = (f"`{cls}.{method}` is drafter code (the model registry lists this module's classes only "
+                       f"as speculative-decoding drafters) and branches on `is_first_rank`, the target model's "
+                       f"pipeline position: the engine runs the drafter on the last rank only, where under "
+                       f"pipeline parallelism the test is false, so it takes the branch that needs the "
+                       f"intermediate tensors (line {use}) and gets none.")
+            explanation = ["the engine builds and runs speculative-decoding drafters on the last pipeline-parallel "
+                           "rank only, and never passes them intermediate tensors",
+                           "on the last rank `is_first_rank` is false with pipeline_parallel_size >= 2",
+                           f"the branch taken there needs `{_PARAM}` (line {use})"]
+            fix = self.make_fix("unsafe", f"Branch on the inputs, not the rank: `{repl}`",
+                                [self.replace((line, col, end_line, end_col), repl)])
+            out.append(self.finding(
+                ctx, line, col, end_line, end_col, message, explanation, fix=fix,
+                help=f"Branch on what the drafter was given (`{repl}`), not on the target's pipeline rank",
+                witness={"ranks": "the last pipeline-parallel rank (the drafter's), pipeline_parallel_size >= 2",
+                         "config": {}}))
+        return out
+
+
+RULE = DrafterBranchesOnTargetRank(
+    code="PPA412",
+    name="drafter-branches-on-target-rank",
+    summary="a speculative drafter branches on the target's first rank, but runs on the last only",
+    fix_applicability="unsafe",
+    version=1,
+)
