@@ -1,0 +1,146 @@
+"""Entry points: what the engine calls on a model class, in which order and on which
+pipeline-parallel ranks.
+
+The engine builds a registered model class, loads its weights, runs its post-load hooks and then
+serves requests with ``forward`` and the last rank's ``compute_logits``.  :data:`ENTRY_METHODS`
+holds those calls as facts with their source; :class:`EntryPoints` says which classes of the
+analysed tree the engine loads under pipeline parallelism (read from the tree's registries
+through :mod:`pp_attr_lint.engines`) and which of their methods it runs.  A class the engine
+refuses under PP is no entry point.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from .guards import FIRST, LAST, TRUE, f_not
+from .service import Service
+
+# the phases of a model's life in the engine, in the order they run on every rank
+CONSTRUCT, LOAD, POST_LOAD, SERVE = 0, 1, 2, 3
+PHASE_NAMES = {CONSTRUCT: "construction", LOAD: "weight loading", POST_LOAD: "post-load hooks", SERVE: "serving"}
+
+
+class EntryMethod(NamedTuple):
+    """One call the engine makes on a model: the method's name, its phase (:data:`CONSTRUCT` ...
+    :data:`SERVE`), the ranks it runs on (a guard formula over ``@first`` / ``@last``), what it
+    receives and sends between stages, and the source of the fact."""
+
+    name: str
+    phase: int
+    ranks: tuple
+    receives: tuple
+    sends: tuple
+    source: str
+
+
+_LOADER = "vllm/model_executor/model_loader/base_loader.py (load_model: initialize_model, then load_weights)"
+ENTRY_METHODS: tuple[EntryMethod, ...] = (
+    EntryMethod("__init__", CONSTRUCT, TRUE, (), (), _LOADER + "; sglang/srt/model_loader/loader.py"),
+    EntryMethod("load_weights", LOAD, TRUE, (), (), _LOADER + "; sglang/srt/model_loader/loader.py"),
+    EntryMethod("post_load_weights", POST_LOAD, TRUE, (), (),
+                "sglang/srt/model_loader/loader.py (after load_weights, when the model defines it)"),
+    EntryMethod("forward", SERVE, TRUE, (f_not(FIRST),), (f_not(LAST),),
+                "vllm/v1/worker/gpu_model_runner.py (execute_model: intermediate tensors in on ranks > first, "
+                "IntermediateTensors out on ranks < last); sglang/srt/model_executor/model_runner.py "
+                "(pp_proxy_tensors)"),
+    EntryMethod("make_empty_intermediate_tensors", SERVE, f_not(FIRST), (), (),
+                "vllm/v1/worker/gpu_model_runner.py (allocates what a rank > first receives)"),
+    EntryMethod("compute_logits", SERVE, LAST, (), (), "vllm/v1/worker/gpu_model_runner.py (sample on the last rank)"),
+    EntryMethod("embed_input_ids", SERVE, FIRST, (), (), "vllm/v1/worker/gpu_model_runner.py (first rank's inputs)"),
+    EntryMethod("get_input_embeddings", SERVE, FIRST, (), (), "vllm/v1/worker/gpu_model_runner.py (older name)"),
+)
+BY_NAME = {m.name: m for m in ENTRY_METHODS}
+# vLLM's AutoWeightsLoader (vllm/model_executor/models/utils.py, _load_module) hands each child
+# module's weights to the child's own ``load_weights`` when it defines one
+AUTO_LOADER = "AutoWeightsLoader"
+
+
+def phase_of(method: str) -> int | None:
+    """The phase in which the engine calls ``method`` on a model, ``None`` for a method it does
+    not call itself."""
+    m = BY_NAME.get(method)
+    return None if m is None else m.phase
+
+
+class EntryPoints(Service):
+    """Which classes of the analysed tree the engine loads as models under pipeline parallelism
+    (for a :class:`~.model.RankFacts` ``model``; memoized per run)."""
+
+    def entry_classes(self, module: str) -> list | None:
+        """The class keys of ``module`` that a registry of the analysed tree loads as a model and
+        that the engine runs under pipeline parallelism: vLLM's model registry (and
+        ``register_model`` calls) for classes with ``SupportsPP``, SGLang's ``EntryClass`` for
+        classes whose ``forward`` takes what the runner requires.  ``[]`` when the module holds
+        none, ``None`` when that cannot be established (a registered class that does not
+        resolve, an engine fact that is not in the tree)."""
+        memo = self._memo.setdefault("entries", {})
+        if module in memo:
+            return memo[module]
+        memo[module] = None
+        try:
+            got = self._entry_classes(module)
+        except Exception:  # noqa: BLE001  (cannot tell)
+            got = None
+        memo[module] = got
+        return got
+
+    def _registered(self, module: str) -> list:
+        found = []
+        top = module.split(".", 1)[0]
+        for _tname, _arch, full, cls in self.r.model_registry(top) or ():
+            if full == module:
+                found.append((module, cls))
+            elif module.startswith(full + "."):
+                key = self.r.resolve_class(full, cls)
+                if key is not None and key[0] == module:
+                    found.append(key)
+        for _arch, _top, key, _name, _m, _line in self.m.registrations():
+            if key and key[0] == module:
+                found.append(tuple(key))
+        sglang = self.m.entry_classes(module)
+        return list(dict.fromkeys(found + [tuple(k) for k in sglang or ()]))
+
+    def _entry_classes(self, module: str) -> list | None:
+        from .. import facts as F
+
+        out = []
+        for key in self._registered(module):
+            if self.m.refused_under_pp(key[0], key[1]):
+                continue  # SGLang's runner asserts what its forward lacks
+            mro = self.r.mro(key)
+            if any(e[1].rsplit(".", 1)[-1] == F.PP_PROTOCOL for e in mro) or self.m.entry_classes(module):
+                out.append(key)
+            elif not self.m.refuses_unsupported_models(module.split(".", 1)[0]):
+                return None  # no SupportsPP, and no refusal of such a model in the tree
+        return out
+
+    def is_entry(self, key) -> bool | None:
+        """Whether class ``key`` is one of :meth:`entry_classes` of its module (``None``: not known)."""
+        got = self.entry_classes(key[0])
+        return None if got is None else tuple(key) in got
+
+    def methods(self, key) -> list[tuple[EntryMethod, tuple]]:
+        """The engine's calls on an instance of entry class ``key``: each :class:`EntryMethod`
+        with the class on the MRO that defines it (``("<external>", ...)`` for a base outside the
+        analysed code), in the order the engine makes them; the methods no class defines are left
+        out (``post_load_weights`` of a model without one)."""
+        out = []
+        for m in ENTRY_METHODS:
+            owner = self.definer(tuple(key), m.name)
+            if owner is not None:
+                out.append((m, owner))
+        return out
+
+    def definer(self, key, name: str):
+        """The first class of the analysed code on ``key``'s MRO that defines method ``name``;
+        ``None`` when none does or the MRO is not known."""
+        try:
+            for k in self.r.mro(key):
+                if k[0] == "<external>":
+                    continue
+                if name in self.r.class_record(k)["methods"]:
+                    return k
+        except Exception:  # noqa: BLE001
+            return None
+        return None
