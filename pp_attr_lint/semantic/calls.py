@@ -299,8 +299,9 @@ class CallSite(NamedTuple):
     ``(class key, method name)``, the call's line, its guard in the caller (a formula of
     :mod:`.guards`), whether it runs on every call of the caller (``always``: the guard is true
     and no loop or handler may skip it), what around it swallows an ``AttributeError``
-    (``catches``: ``"hasattr"``, ``"getattr with a default"``, ``"try/except AttributeError"``,
-    ``"contextlib.suppress"``; ``None`` when nothing does) and how it binds (``how``)."""
+    (``catches``: ``"hasattr"`` when a ``hasattr`` test guards it, ``"try/except AttributeError or
+    contextlib.suppress"`` when a handler around it does; ``None`` when nothing does), how it binds
+    (``how``) and the ``ast.Call`` (``node``)."""
 
     caller: tuple
     row: int
@@ -309,6 +310,7 @@ class CallSite(NamedTuple):
     always: bool
     catches: str | None
     how: str
+    node: object = None  # the ``ast.Call`` itself
 
 
 class _SiteWalker(FunctionGuards):
@@ -343,6 +345,12 @@ class CallContext(Service):
     the classes ``self.sub`` may hold, ``self.sub(...)`` to their ``forward`` (``nn.Module.__call__``),
     and ``AutoWeightsLoader(self).load_weights(...)`` to the ``load_weights`` of every submodule
     built in ``__init__`` that defines one (vLLM model_executor/models/utils.py, ``_load_module``)."""
+
+    def method_node(self, key, fname: str):
+        """``(defining class key, class node, function node, lines)`` of method ``fname`` of an
+        instance of class ``key`` (the first definition on the MRO); ``None`` when it is not in
+        the analysed code or its file does not parse."""
+        return self._method(key, fname)
 
     def _method(self, key, fname: str):
         owner = self.m.entry.definer(tuple(key), fname)
@@ -421,7 +429,7 @@ class CallContext(Service):
                            and recv[-1] == f.attr else f"`{'.'.join(recv)}.{meth}(...)`")
             for t in targets:
                 if self.m.entry.definer(t[0], t[1]) is not None:
-                    out.append(CallSite((key, fname), call.lineno, t, guard, always, catches, how))
+                    out.append(CallSite((key, fname), call.lineno, t, guard, always, catches, how, call))
         return out
 
     def _children_with(self, key, method: str) -> list:

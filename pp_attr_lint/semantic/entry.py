@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from .guards import FIRST, LAST, TRUE, f_not
+from .guards import FIRST, LAST, TRUE, f_and, f_not
 from .service import Service
 
 # the phases of a model's life in the engine, in the order they run on every rank
@@ -144,3 +144,100 @@ class EntryPoints(Service):
         except Exception:  # noqa: BLE001
             return None
         return None
+
+
+# SGLang's model runner hands a rank after the first what the previous rank sent as the keyword
+# `pp_proxy_tensors`, and only when the model's `forward` takes a parameter of that name
+# (sglang/srt/model_executor/model_runner.py: `support_pp = "pp_proxy_tensors" in
+# inspect.signature(self.model.forward).parameters`, then `if self.support_pp: kwargs[...]`)
+SGLANG_STAGE_INPUT = "pp_proxy_tensors"
+
+
+class ForwardFailure(NamedTuple):
+    """An entry class whose ``forward`` cannot run under pipeline parallelism: it takes no
+    ``param`` (so the engine never hands it what the rank receives) and calls, on every call,
+    a submodule's ``forward`` that needs it (the :class:`~.calls.CallSite` ``site``), where
+    the line ``row`` of module ``module`` (``text``) fails on the ranks ``ranks`` (a formula)."""
+
+    key: tuple
+    param: str
+    site: object
+    module: str
+    row: int
+    text: str
+    ranks: tuple
+
+
+def _passes(call, fn, param: str) -> bool:
+    """Whether ``call`` (bound to method ``fn``) passes ``param``, or may (``*args``, ``**kw``)."""
+    import ast
+
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg in (None, param) for k in call.keywords):
+        return True
+    names = [a.arg for a in fn.args.posonlyargs + fn.args.args][1:]
+    return param in names and names.index(param) < len(call.args)
+
+
+def _first_use(fn, lines, cls: str, param: str):
+    """``(node, ranks)``: the first statement of ``fn`` that fails when ``param`` is ``None`` on
+    every call on some rank after the first (``assert param is not None``, ``assert param``, a
+    read ``param.x`` / ``param[...]`` under a guard of rank tests alone), with the ranks it runs
+    on; ``None`` when there is none."""
+    import ast
+
+    from .flow import FunctionGuards
+    from .guards import satisfying
+
+    guards = FunctionGuards(fn, lines, cls=cls)
+    found = []
+    for node in ast.walk(fn):
+        hit = False
+        if isinstance(node, ast.Assert):
+            t = node.test
+            hit = (isinstance(t, ast.Name) and t.id == param) or (
+                isinstance(t, ast.Compare) and isinstance(t.left, ast.Name) and t.left.id == param
+                and len(t.ops) == 1 and isinstance(t.ops[0], ast.IsNot)
+                and isinstance(t.comparators[0], ast.Constant) and t.comparators[0].value is None)
+        elif isinstance(node, (ast.Attribute, ast.Subscript)) and isinstance(node.ctx, ast.Load):
+            hit = isinstance(node.value, ast.Name) and node.value.id == param
+        if not hit:
+            continue
+        ranks = guards.every_call(node)
+        if ranks is not None and satisfying(f_and(ranks, f_not(FIRST))) is not None:
+            found.append((node.lineno, node.col_offset, node, f_and(ranks, f_not(FIRST))))
+    if not found:
+        return None
+    _row, _col, node, ranks = min(found, key=lambda x: (x[0], x[1]))
+    return node, ranks
+
+
+def forward_failure(model, key) -> ForwardFailure | None:
+    """The :class:`ForwardFailure` of entry class ``key`` of an SGLang-shaped engine (its registry
+    reads ``EntryClass``) that does not refuse it under PP (no runner assert on the parameter,
+    :meth:`~pp_attr_lint.engines.sglang.SglangEngine.pp_forward_requirement`); ``None`` when its
+    ``forward`` takes the parameter, cannot be read, or no call it always makes fails.  ``model``
+    is the run's :class:`~.model.RankFacts`."""
+    import ast
+
+    key = tuple(key)
+    if not model.entry_classes(key[0]) or model.pp_forward_requirement(key[0].split(".", 1)[0]) is not None:
+        return None
+    param = SGLANG_STAGE_INPUT
+    if model.forward_accepts(key, param) is not False:
+        return None
+    cc = model.call_context
+    for site in cc.sites(key, "forward") or ():
+        if site.callee[1] != "forward" or not site.always or site.catches or site.node is None:
+            continue
+        callee = cc.method_node(site.callee[0], "forward")
+        if callee is None or model.forward_accepts(site.callee[0], param) is not True:
+            continue
+        owner, cnode, fn, lines = callee
+        if _passes(site.node, fn, param):
+            continue
+        got = _first_use(fn, lines, cnode.name, param)
+        if got is not None:
+            node, ranks = got
+            return ForwardFailure(key, param, site, owner[0], node.lineno,
+                                  ast.unparse(node).splitlines()[0], ranks)
+    return None

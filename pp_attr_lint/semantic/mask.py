@@ -12,6 +12,11 @@ after them never runs there:
   covers and that every checkpoint reaches (the PPA402 kind, judged whatever rules are selected:
   masking is a fact of the model, not of the output); every rank lacks some layer's weights.
 
+And one on every rank after the first: serving, when the entry class's ``forward`` cannot run under
+PP (:func:`~.entry.forward_failure`); it masks what the same class would fail at later while
+serving on those ranks (``compute_logits``, a tied head the last rank uses, a line of ``forward``
+after the failing call).
+
 A masked finding is not reported: it becomes a :class:`~pp_attr_lint.model.NotJudged` record
 with the reason ``masked-by``, whose detail names the first failure and the path to it.
 """
@@ -22,7 +27,7 @@ import ast
 import os
 from typing import NamedTuple
 
-from .entry import LOAD, SERVE, phase_of
+from .entry import LOAD, SERVE, forward_failure, phase_of
 
 # rules whose findings, when their witness names no configuration, fail on every rank of a
 # pipeline of size >= 2 in a phase before serving (weight loading)
@@ -40,6 +45,7 @@ class Failure(NamedTuple):
     row: int
     phase: int
     what: str
+    later_ranks_only: bool = False  # fails on every rank after the first, not on the first
 
 
 def _enclosing(tree: ast.Module):
@@ -158,6 +164,30 @@ def loader_failures(ctx, tree, lines, methods) -> list[Failure]:
     return out
 
 
+def serving_failures(rf, module: str) -> list[Failure]:
+    """The :class:`Failure` of each entry class of ``module`` whose ``forward`` cannot run under
+    pipeline parallelism (:func:`~.entry.forward_failure`), at its failing call."""
+    out = []
+    for key in rf.entry_classes(module) or ():
+        if tuple(key)[0] != module:
+            continue
+        ff = forward_failure(rf, key)
+        if ff is not None:
+            out.append(Failure(tuple(key), "forward", ff.site.row, SERVE,
+                               f"PPA202: `{key[1]}.forward` passes no `{ff.param}` to `{ff.site.callee[0][1]}.forward`, "
+                               f"where `{ff.text}` fails", True))
+    return out
+
+
+# the words of a witness whose ranks are all after the first (guards.rank_words and the rules')
+_LATER_RANKS = ("the last pipeline-parallel rank", "a middle pipeline-parallel rank",
+                "every pipeline-parallel rank but the first")
+
+
+def _later_ranks_only(f) -> bool:
+    return str((f.witness or {}).get("ranks", "")).startswith(_LATER_RANKS)
+
+
 def _entry_path(rf, module: str, fail: Failure, key: tuple, method: str) -> list | None:
     """The engine's way to the failing phase and then to ``method`` of ``key``: an entry class of
     ``module`` whose load (or construction) always reaches ``fail`` and whose serving reaches
@@ -206,6 +236,7 @@ def apply_masks(ctx, findings: list) -> tuple[list, list]:
     try:
         fails = construction_failures(rf, tree, lines, ctx.module)
         fails += loader_failures(ctx, tree, lines, methods)
+        fails += serving_failures(rf, ctx.module)
     except Exception:  # noqa: BLE001  (nothing established: nothing masked)
         return findings, []
     if not fails:
@@ -240,6 +271,15 @@ def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
                 return f"{first} fails first, on every rank of a pipeline of size >= 2, in `{c.name}.__init__`"
             if fn.name != "__init__" and c.name not in subclassed:
                 return f"{first} fails first: `{c.name}.__init__` never completes under pipeline parallelism"
+        if fail.later_ranks_only:
+            if fail.key != key or not _later_ranks_only(f):
+                continue
+            later = ((fn.name == "forward" and f.row > fail.row) or (phase_of(fn.name) == SERVE and fn.name != "forward")
+                     or (f.fix_data or {}).get("fails_in") == "serving")
+            if later:
+                return (f"{first} fails first, on every rank after the first, when the engine calls "
+                        f"`{c.name}.forward`; this line fails only later, on such a rank")
+            continue
         if fail.phase == LOAD and phase_of(fn.name) == SERVE:
             steps = _entry_path(rf, ctx.module, fail, key, fn.name)
             if steps is not None:
