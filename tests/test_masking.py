@@ -134,3 +134,12 @@ def test_an_engine_that_refuses_the_model_reports_nothing(tmp_path):
     masked, reported = _run(work)
     assert not masked
     assert not {k for k in reported if k[2] == "PPA202"}
+
+
+def test_a_draft_model_with_the_same_forward_is_not_judged():
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                cwd=SERVING)
+    got = [(Path(d["filename"]).name, d["location"]["row"], d["rule"], d["reason"]) for d in r.not_judged()
+           if d["rule"] == "PPA202"]
+    assert got == [("mimo_mtp.py", 16, "PPA202", "engine-fact-unknown")]
+    assert not [f for f in r.json() if Path(f["filename"]).name == "mimo_mtp.py"]

@@ -167,10 +167,12 @@ def loader_failures(ctx, tree, lines, methods) -> list[Failure]:
 def serving_failures(rf, module: str) -> list[Failure]:
     """The :class:`Failure` of each entry class of ``module`` whose ``forward`` cannot run under
     pipeline parallelism (:func:`~.entry.forward_failure`), at its failing call."""
+    from .. import facts as F
+
     out = []
     for key in rf.entry_classes(module) or ():
-        if tuple(key)[0] != module:
-            continue
+        if tuple(key)[0] != module or any(w in key[1] for w in F.DRAFTER_NAME_WORDS):
+            continue  # (a drafter: whether it runs under PP is not established)
         ff = forward_failure(rf, key)
         if ff is not None:
             out.append(Failure(tuple(key), "forward", ff.site.row, SERVE,
