@@ -143,3 +143,18 @@ def test_a_draft_model_with_the_same_forward_is_not_judged():
            if d["rule"] == "PPA202"]
     assert got == [("mimo_mtp.py", 16, "PPA202", "engine-fact-unknown")]
     assert not [f for f in r.json() if Path(f["filename"]).name == "mimo_mtp.py"]
+
+
+def test_a_finding_carries_the_engines_path_to_its_line():
+    """Verdicts with a path (semantic/entry.py engine_path): the entry class the registry loads, the
+    engine's call and the calls down to the line, as the last `= why:` line."""
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", cwd=CASE)
+    why = {(f["location"]["row"], f["code"]): f["explanation"][-1] for f in r.json()}
+    assert why[(37, "PPA103")] == ("path: the engine calls `SkippingForCausalLM.forward` (serving, on every rank) -> "
+                                   "`self.model(...)` runs the submodule's `forward` (line 83) -> "
+                                   "`SkippingModel.forward` -> line 37")
+    assert why[(69, "PPA402")] == ("path: the engine calls `BrokenLoaderForCausalLM.load_weights` (weight loading, on "
+                                   "every rank) -> `self.model.load_weights(...)` (line 99) -> "
+                                   "`BrokenLoaderModel.load_weights` -> line 69")
+    assert why[(112, "PPA103")] == ("path: the engine calls `ReadingForCausalLM.__init__` (construction, on every "
+                                    "rank) -> line 112")

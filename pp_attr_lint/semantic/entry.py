@@ -51,6 +51,11 @@ ENTRY_METHODS: tuple[EntryMethod, ...] = (
     EntryMethod("get_input_embeddings", SERVE, FIRST, (), (), "vllm/v1/worker/gpu_model_runner.py (older name)"),
 )
 BY_NAME = {m.name: m for m in ENTRY_METHODS}
+# what SGLang's model runner calls on every model, in that order (sglang/srt/model_loader/loader.py:
+# construction, load_weights, post_load_weights when defined; model_runner.py: forward, which runs
+# the logits processor itself on the last rank); its other calls depend on the features in use
+SGLANG_METHODS = frozenset({"__init__", "load_weights", "post_load_weights", "forward"})
+RANK_WORDS = {TRUE: "every rank", FIRST: "the first rank", LAST: "the last rank", f_not(FIRST): "every rank but the first"}
 # vLLM's AutoWeightsLoader (vllm/model_executor/models/utils.py, _load_module) hands each child
 # module's weights to the child's own ``load_weights`` when it defines one
 AUTO_LOADER = "AutoWeightsLoader"
@@ -124,9 +129,14 @@ class EntryPoints(Service):
         """The engine's calls on an instance of entry class ``key``: each :class:`EntryMethod`
         with the class on the MRO that defines it (``("<external>", ...)`` for a base outside the
         analysed code), in the order the engine makes them; the methods no class defines are left
-        out (``post_load_weights`` of a model without one)."""
+        out (``post_load_weights`` of a model without one), and so are those an SGLang-shaped
+        engine (its ``EntryClass`` registry lists ``key``) does not call on every model
+        (:data:`SGLANG_METHODS`)."""
+        sglang = tuple(key) in [tuple(k) for k in self.m.entry_classes(key[0]) or ()]
         out = []
         for m in ENTRY_METHODS:
+            if sglang and m.name not in SGLANG_METHODS:
+                continue
             owner = self.definer(tuple(key), m.name)
             if owner is not None:
                 out.append((m, owner))
@@ -240,4 +250,25 @@ def forward_failure(model, key) -> ForwardFailure | None:
             node, ranks = got
             return ForwardFailure(key, param, site, owner[0], node.lineno,
                                   ast.unparse(node).splitlines()[0], ranks)
+    return None
+
+
+def engine_path(model, module: str, key, method: str) -> str | None:
+    """The engine's way to method ``method`` of class ``key`` in words (``the engine calls
+    `E.forward` on every rank -> `self.model(...)` runs the submodule's `forward` (line 694) ->
+    `M.forward```): the first entry class of ``module`` (:meth:`EntryPoints.entry_classes`) and
+    engine call (:data:`ENTRY_METHODS`, in the engine's order) from which calls reach it
+    (:meth:`~.calls.CallContext.path`); ``None`` when none is found."""
+    from .guards import describe
+
+    key = (tuple(key), method)
+    for e in model.entry.entry_classes(module) or ():
+        for em, _owner in model.entry.methods(e):
+            steps = model.call_context.path((tuple(e), em.name), key)
+            if steps is None:
+                continue
+            ranks = RANK_WORDS.get(em.ranks) or f"the ranks where {describe(em.ranks)}"
+            out = [f"the engine calls `{e[1]}.{em.name}` ({PHASE_NAMES[em.phase]}, on {ranks})"]
+            out += [f"{s.how} (line {s.row}) -> `{s.callee[0][1]}.{s.callee[1]}`" for s in steps]
+            return " -> ".join(out)
     return None

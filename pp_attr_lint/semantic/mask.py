@@ -222,7 +222,9 @@ def _describe(steps) -> str:
 
 def apply_masks(ctx, findings: list) -> tuple[list, list]:
     """``findings`` of the checked file ``ctx`` split into those reported and the
-    :class:`~pp_attr_lint.model.NotJudged` records (reason ``masked-by``) of those masked."""
+    :class:`~pp_attr_lint.model.NotJudged` records (reason ``masked-by``) of those masked; each
+    finding also gets the engine's path to its line as its last ``= why:`` line, where known
+    (:func:`add_paths`)."""
     from ..model import Finding, NotJudged
     from .model import RankFacts
 
@@ -235,6 +237,7 @@ def apply_masks(ctx, findings: list) -> tuple[list, list]:
         return findings, []
     _path, _module, tree, lines = got
     methods = _enclosing(tree)
+    add_paths(rf, ctx.module, cands, methods)
     try:
         fails = construction_failures(rf, tree, lines, ctx.module)
         fails += loader_failures(ctx, tree, lines, methods)
@@ -259,6 +262,24 @@ def apply_masks(ctx, findings: list) -> tuple[list, list]:
             masked.append(NotJudged(code=f.code, reason=MASKED_BY, detail=why, path=f.path, row=f.row,
                                     column=f.column))
     return kept, masked
+
+
+def add_paths(rf, module: str, findings: list, methods) -> None:
+    """Append to each finding's ``explanation`` the engine's way to its line, where known
+    (:func:`~.entry.engine_path`: an entry class of ``module`` whose engine call reaches the
+    method holding the line); ``methods``: :func:`_enclosing` of the module."""
+    from .entry import engine_path
+
+    for f in findings:
+        c, fn = _where(methods, f.row)
+        if c is None:
+            continue
+        try:
+            words = engine_path(rf, module, (module, c.name), fn.name)
+        except Exception:  # noqa: BLE001  (not known: nothing added)
+            words = None
+        if words is not None and not any(e.startswith("path: ") for e in f.explanation):
+            f.explanation = [*f.explanation, f"path: {words} -> line {f.row}"]
 
 
 def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
