@@ -143,6 +143,11 @@ PARALLEL_CONFIG_MODULES = ("{top}.config.parallel", "{top}.config")
 # the registry table of speculative-decoding drafters (vllm/model_executor/models/registry.py): a
 # drafter runs on one rank and never receives intermediate tensors
 DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"
+# words in the class names of SGLang's speculative draft models, which its registry loads like any
+# other model (sglang/srt/models/qwen3_moe_mtp.py `Qwen3MoeForCausalLMMTP`, deepseek_nextn.py
+# `DeepseekV3ForCausalLMNextN`, llama_eagle3.py `LlamaForCausalLMEagle3`); whether the engine runs
+# such a drafter under PP depends on its speculative-decoding settings
+DRAFTER_NAME_WORDS = ("MTP", "NextN", "Eagle", "EAGLE", "Draft", "Medusa")
 
 
 def default_settings() -> Settings:

@@ -293,6 +293,15 @@ def load_rule_file(path: Path, cache_dir: Path | None = None, label: str | None 
     return rule
 
 
+def builtin_rule(code: str) -> Rule | None:
+    """The built-in Python rule ``code`` (imported once per process), ``None`` when there is no
+    such folder or it holds no ``rule.py``; raises :class:`RuleError` when it does not import."""
+    folder = builtin_rule_folder() / code
+    if not _CODE.match(code) or not (folder / "rule.py").is_file():
+        return None
+    return _load_python_rule(folder)
+
+
 def all_rules(extra: list[Path] = (), cache_dir: Path | None = None) -> list[Rule]:
     """Built-in rules plus ``extra`` YAML files; raises :class:`RuleError` on a duplicate code."""
     rules = [_load_folder(p, cache_dir) for p in builtin_rule_dirs()]

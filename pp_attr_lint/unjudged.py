@@ -37,6 +37,9 @@ REASONS: dict[str, tuple[str, str]] = {
     "pp-refusal-unsure": ("the engine refuses pipeline parallelism for the model (its `forward` lacks the parameter "
                           "the engine requires under PP), but that it never runs under PP is not established (a test "
                           "can skip the check, for a speculative draft model; or other code names the class)", ""),
+    "masked-by": ("a failure that always comes first on every path the engine takes to the line, on the same ranks "
+                  "(named in the detail), keeps the line from ever failing on its own; it is a bug once the first "
+                  "failure is fixed", "fix the first failure; the line is judged again then"),
     "engine-fact-unknown": ("a fact about the engine that decides the verdict is not in the analysed code (that "
                             "it refuses pipeline parallelism for a registered model without SupportsPP)",
                             "`--src DIR` with the engine's sources, or `--python PATH` with it installed"),

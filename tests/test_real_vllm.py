@@ -134,7 +134,7 @@ PPA002_NOT_JUDGED = {BUGGY: {"receiver-unresolved": 19},
 
 
 def test_releases_leave_no_read_unjudged(tree_021: Path, vllm_release):
-    """Every read of the rules other than PPA002 is judged; the one class left is
+    """Every read of the rules other than PPA002 is judged but one masked finding; the one class left is
     `RayPPCommunicator`, whose `__init__` calls no base `__init__` (PPA201) and whose base is ray's
     `Communicator`, which is not installed: whether `SupportsPP` is on its MRO cannot be told.
     PPA002's are pinned by reason (:data:`PPA002_NOT_JUDGED`)."""
@@ -142,7 +142,9 @@ def test_releases_leave_no_read_unjudged(tree_021: Path, vllm_release):
         r = run_cli("check", "vllm", "--no-cache", "--output-format", "json", "--show-unresolved", cwd=root)
         got = [(d["rule"], d["reason"], Path(d["filename"]).relative_to(root).as_posix()) for d in r.not_judged()]
         others = [g for g in got if g[0] != "PPA002"]
-        assert others == [("PPA201", "module-not-found", "vllm/distributed/device_communicators/ray_communicator.py")], got
+        # and granitemoehybrid.py's forward loop, masked by its loader's KeyError (docs/real-findings.md)
+        assert others == [("PPA201", "module-not-found", "vllm/distributed/device_communicators/ray_communicator.py"),
+                          ("PPA103", "masked-by", "vllm/model_executor/models/granitemoehybrid.py")], got
         reasons: dict[str, int] = {}
         for _rule, reason, _path in (g for g in got if g[0] == "PPA002"):
             reasons[reason] = reasons.get(reason, 0) + 1

@@ -352,6 +352,13 @@ def _analyze_group(project: Project, states: list, rules, explicit,
                     file_unjudged.append(f)
                 else:
                     file_findings.append(f)
+        if file_findings:
+            # a finding that an earlier failure of the same model always precedes (any rule's,
+            # selected or not) is listed as masked, not reported
+            from ..semantic.mask import apply_masks
+
+            file_findings, masked = apply_masks(ctx, file_findings)
+            file_unjudged += masked
         if file_unjudged:
             file_unjudged = _drop_noqa(st.path, file_unjudged)
         broken = []

@@ -5,10 +5,12 @@ boolean helpers a guard calls imply (their ``return`` statements, :func:`~.flow.
 from __future__ import annotations
 
 import ast
+from typing import NamedTuple
 
 from .. import facts as F
 from ..index.astutil import dotted_name, ref_chain
-from .flow import CallWalker
+from .entry import AUTO_LOADER
+from .flow import CallWalker, FunctionGuards
 from .guards import FIRST, LAST, TRUE, atoms, f_and, f_not, f_or, formula, satisfying, substitute
 from .reader import NOT_ACCEPTED
 from .service import Service
@@ -290,3 +292,185 @@ class Calls(Service):
                 if owner is None or not self._only_on(rank, (module, owner.name), fn.name, deeper, active):
                     return False
         return bool(sites)
+
+
+class CallSite(NamedTuple):
+    """One call a method makes that the call graph follows: the caller and the callee as
+    ``(class key, method name)``, the call's line, its guard in the caller (a formula of
+    :mod:`.guards`), whether it runs on every call of the caller (``always``: the guard is true
+    and no loop or handler may skip it), what around it swallows an ``AttributeError``
+    (``catches``: ``"hasattr"`` when a ``hasattr`` test guards it, ``"try/except AttributeError or
+    contextlib.suppress"`` when a handler around it does; ``None`` when nothing does), how it binds
+    (``how``) and the ``ast.Call`` (``node``)."""
+
+    caller: tuple
+    row: int
+    callee: tuple
+    guard: tuple
+    always: bool
+    catches: str | None
+    how: str
+    node: object = None  # the ``ast.Call`` itself
+
+
+class _SiteWalker(FunctionGuards):
+    """A :class:`FunctionGuards` that also records, for every call, whether a handler around it
+    catches an ``AttributeError`` and whether a block a call may skip holds it."""
+
+    def __init__(self, fn, lines, cls):
+        super().__init__(fn, lines, cls=cls)
+        self.calls: list = []  # (call node, guard, protected, maybe)
+
+    def call(self, node, guard, guarded, protected, loops) -> None:
+        self.calls.append((node, guard, protected, self.maybe > 0))
+
+
+def _catches(call: ast.Call, guard: tuple, protected: bool) -> str | None:
+    if protected:
+        return "try/except AttributeError or contextlib.suppress"
+    if any(a.startswith("hasattr(") for a in atoms(guard, set())):
+        return "hasattr"
+    return None
+
+
+def _self_chain(node, self_name: str) -> tuple | None:
+    chain = ref_chain(node)
+    return tuple(chain) if chain and chain[0] == self_name else None
+
+
+class CallContext(Service):
+    """The calls a method makes, as :class:`CallSite` records, and the paths between methods
+    (for a :class:`~.model.RankFacts` ``model``; memoized per run).  A call binds as Python and
+    torch bind it: ``self.m(...)`` to the first ``m`` on the MRO, ``self.sub.m(...)`` to ``m`` of
+    the classes ``self.sub`` may hold, ``self.sub(...)`` to their ``forward`` (``nn.Module.__call__``),
+    and ``AutoWeightsLoader(self).load_weights(...)`` to the ``load_weights`` of every submodule
+    built in ``__init__`` that defines one (vLLM model_executor/models/utils.py, ``_load_module``)."""
+
+    def method_node(self, key, fname: str):
+        """``(defining class key, class node, function node, lines)`` of method ``fname`` of an
+        instance of class ``key`` (the first definition on the MRO); ``None`` when it is not in
+        the analysed code or its file does not parse."""
+        return self._method(key, fname)
+
+    def _method(self, key, fname: str):
+        owner = self.m.entry.definer(tuple(key), fname)
+        if owner is None:
+            return None
+        got = self.m.reader.module_parsed(owner[0])
+        if got is None:
+            return None
+        cnode = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == owner[1]), None)
+        fn = next((n for n in cnode.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and n.name == fname), None) if cnode is not None else None
+        return None if fn is None else (owner, cnode, fn, got[3])
+
+    def _classes(self, owner, cnode, fn, chain) -> set | None:
+        from ..index.summary import scopes_by_line
+
+        summary = self.ctx.project.summary(owner[0])
+        scope = scopes_by_line(summary).get((cnode.name, fn.lineno)) if summary else None
+        if scope is None:
+            return None
+        try:
+            got = self.r.chain_candidates(tuple(chain), owner[0], tuple(owner), scope)
+        except Exception:  # noqa: BLE001
+            return None
+        return {c for c in got or () if c[0] != "<external>" and c[1] is not None} or None
+
+    def sites(self, key, fname: str) -> list | None:
+        """The :class:`CallSite` records of method ``fname`` of an instance of class ``key`` (the
+        method the MRO gives), in source order; ``None`` when the method is not in the analysed
+        code or does not parse."""
+        memo = self._memo.setdefault("sites", {})
+        mk = (tuple(key), fname)
+        if mk not in memo:
+            memo[mk] = None
+            try:
+                memo[mk] = self._sites(tuple(key), fname)
+            except Exception:  # noqa: BLE001  (cannot tell)
+                memo[mk] = None
+        return memo[mk]
+
+    def _sites(self, key, fname: str) -> list | None:
+        got = self._method(key, fname)
+        if got is None:
+            return None
+        owner, cnode, fn, lines = got
+        args = fn.args.posonlyargs + fn.args.args
+        if not args:
+            return []
+        me = args[0].arg
+        w = _SiteWalker(fn, lines, cnode.name)
+        w.walked()
+        loaders = {t.id for n in ast.walk(fn) if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
+                   and dotted_name(n.value.func) in (AUTO_LOADER,) for t in n.targets if isinstance(t, ast.Name)}
+        out = []
+        for call, guard, protected, maybe in w.calls:
+            always = guard == TRUE and not maybe and not protected
+            catches = _catches(call, guard, protected)
+            f = call.func
+            targets: list = []
+            how = ""
+            if isinstance(f, ast.Attribute) and f.attr == "load_weights" and (
+                    (isinstance(f.value, ast.Name) and f.value.id in loaders)
+                    or (isinstance(f.value, ast.Call) and dotted_name(f.value.func) == AUTO_LOADER)):
+                targets = [(c, "load_weights") for c in self._children_with(key, "load_weights")]
+                how = f"`{AUTO_LOADER}` hands each submodule's weights to its own `load_weights`"
+            elif isinstance(f, ast.Attribute):
+                chain = _self_chain(f.value, me)
+                if chain == (me,) and self.m.entry.definer(key, f.attr) is not None:
+                    targets, how = [(key, f.attr)], f"`{me}.{f.attr}(...)`"
+                elif chain:
+                    # `self.sub.m(...)`, or `self.sub(...)`: nn.Module.__call__ runs `forward`
+                    recv, meth = (chain, f.attr) if chain != (me,) else ((me, f.attr), "forward")
+                    cands = self._classes(owner, cnode, fn, recv)
+                    targets = [(c, meth) for c in sorted(cands or ())]
+                    how = (f"`{'.'.join(recv)}(...)` runs the submodule's `forward`" if meth == "forward"
+                           and recv[-1] == f.attr else f"`{'.'.join(recv)}.{meth}(...)`")
+            for t in targets:
+                if self.m.entry.definer(t[0], t[1]) is not None:
+                    out.append(CallSite((key, fname), call.lineno, t, guard, always, catches, how, call))
+        return out
+
+    def _children_with(self, key, method: str) -> list:
+        """The classes of the submodules ``__init__`` of class ``key`` stores in ``self.x`` that
+        define ``method`` (the executed ``__init__`` the MRO gives)."""
+        got = self._method(key, "__init__")
+        if got is None:
+            return []
+        owner, cnode, fn, _lines = got
+        me = (fn.args.args or [None])[0]
+        out = []
+        for n in ast.walk(fn):
+            if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and me is not None:
+                for t in n.targets:
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me.arg:
+                        for c in sorted(self._classes(owner, cnode, fn, (me.arg, t.attr)) or ()):
+                            if self.m.entry.definer(c, method) is not None and c not in out:
+                                out.append(c)
+        return out
+
+    def path(self, src: tuple, dst: tuple, always: bool = False, depth: int = 4) -> list | None:
+        """The calls (:class:`CallSite` records) from method ``src`` to method ``dst`` (each a
+        ``(class key, method name)``), breadth first, at most ``depth`` calls; with ``always``,
+        only through calls that run on every call of their caller and that nothing catches.
+        ``[]`` when ``src`` is ``dst``; ``None`` when no such path is found."""
+        src, dst = (tuple(src[0]), src[1]), (tuple(dst[0]), dst[1])
+        if src == dst:
+            return []
+        todo = [(src, [])]
+        seen = {src}
+        for _ in range(depth):
+            nxt = []
+            for here, trail in todo:
+                for s in self.sites(*here) or ():
+                    if always and (not s.always or s.catches):
+                        continue
+                    callee = (tuple(s.callee[0]), s.callee[1])
+                    if callee == dst:
+                        return trail + [s]
+                    if callee not in seen:
+                        seen.add(callee)
+                        nxt.append((callee, trail + [s]))
+            todo = nxt
+        return None

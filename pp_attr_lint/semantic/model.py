@@ -6,6 +6,8 @@ Each service keeps its own memo for the run and reaches the others through the m
 * ``reader``: :class:`~.reader.TreeReader`, the files of the analysed tree;
 * ``values``: :class:`~.values.Values`, what an attribute holds on each rank;
 * ``calls``: :class:`~.calls.Calls`, callers and the guards of their calls, helpers;
+* ``entry``: :class:`~.entry.EntryPoints`, the classes the engine loads and what it calls on them;
+* ``call_context``: :class:`~.calls.CallContext`, the calls a method makes and paths between methods;
 * ``vllm`` / ``sglang``: :class:`~pp_attr_lint.engines.vllm.VllmEngine`,
   :class:`~pp_attr_lint.engines.sglang.SglangEngine`, what the engine loads and refuses.
 
@@ -19,7 +21,8 @@ from ..engines.sglang import SglangEngine
 from ..engines.vllm import VllmEngine
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # one key for the collector and the rules
 from ..resolve import Unresolved
-from .calls import Calls
+from .calls import CallContext, Calls
+from .entry import EntryPoints
 from .reader import TreeReader
 from .values import Values
 
@@ -35,6 +38,8 @@ class RankFacts:
         self.reader = TreeReader(self)
         self.values = Values(self)
         self.calls = Calls(self)
+        self.entry = EntryPoints(self)
+        self.call_context = CallContext(self)
         self.vllm = VllmEngine(self)
         self.sglang = SglangEngine(self)
         self._guards: dict = {}  # id(function node) -> (node, its FunctionGuards)

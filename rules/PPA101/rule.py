@@ -103,8 +103,10 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
             help = (f"Run this line only {guards.when(real)}, where `{recv}` is a real module, or build "
                     f"`{chain[-1]}` on this rank too; `isinstance({recv}, PPMissingLayer)` tells the placeholder")
         row, col, end_row, end_col = pos
+        # an alias fails where the last rank uses it, when serving (masking reads it)
         return self.finding(ctx, row, col, end_row, end_col, message, explanation, help=help,
-                            witness=guards.witness(env, rank))
+                            witness=guards.witness(env, rank),
+                            fix_data={"fails_in": "serving"} if kind == "alias" else None)
 
 
 RULE = PlaceholderAttribute(

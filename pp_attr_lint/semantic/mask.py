@@ -1,0 +1,311 @@
+"""Masking: a finding whose line never fails on its own, because on every path the engine takes
+to it another failure always comes first on the same ranks.
+
+The engine builds a model, loads its weights and only then serves (:mod:`.entry`).  Two failures
+always happen on every rank of a pipeline of size >= 2, so that what the same model would run
+after them never runs there:
+
+* construction: an ``assert isinstance(slot, X)`` in a loop over every slot of a ``make_layers``
+  list that the class's ``__init__`` runs on every call (``X`` is not the placeholder; every rank
+  holds ``PPMissingLayer`` slots, vllm/model_executor/models/utils.py ``make_layers``);
+* weight loading: a ``params_dict[name]`` lookup of the class's ``load_weights`` that no skip
+  covers and that every checkpoint reaches (the PPA402 kind, judged whatever rules are selected:
+  masking is a fact of the model, not of the output); every rank lacks some layer's weights.
+
+And one on every rank after the first: serving, when the entry class's ``forward`` cannot run under
+PP (:func:`~.entry.forward_failure`); it masks what the same class would fail at later while
+serving on those ranks (``compute_logits``, a tied head the last rank uses, a line of ``forward``
+after the failing call).
+
+A masked finding is not reported: it becomes a :class:`~pp_attr_lint.model.NotJudged` record
+with the reason ``masked-by``, whose detail names the first failure and the path to it.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+from typing import NamedTuple
+
+from .entry import LOAD, SERVE, forward_failure, phase_of
+
+# rules whose findings, when their witness names no configuration, fail on every rank of a
+# pipeline of size >= 2 in a phase before serving (weight loading)
+LOADER_RULES = ("PPA402",)
+MASKED_BY = "masked-by"
+
+
+class Failure(NamedTuple):
+    """A failure that always happens on every rank of a pipeline of size >= 2: the class whose
+    method fails (``key``), the method, its line, the phase (:data:`~.entry.CONSTRUCT`,
+    :data:`~.entry.LOAD`) and what fails, in words."""
+
+    key: tuple
+    method: str
+    row: int
+    phase: int
+    what: str
+    later_ranks_only: bool = False  # fails on every rank after the first, not on the first
+
+
+def _enclosing(tree: ast.Module):
+    """``[(class node, method node)]`` of the top-level classes' methods."""
+    return [(c, f) for c in tree.body if isinstance(c, ast.ClassDef)
+            for f in c.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+
+def _where(methods, row: int):
+    return next(((c, f) for c, f in methods if f.lineno <= row <= f.end_lineno), (None, None))
+
+
+def _assert_on_slot(loop) -> ast.Assert | None:
+    """The ``assert isinstance(v, X)`` on the loop variable ``v`` of ``loop`` that every iteration
+    reaches (only plain statements before it), ``X`` not named for the placeholder."""
+    if not isinstance(loop.target, ast.Name):
+        return None
+    var = loop.target.id
+    for st in loop.body:
+        if isinstance(st, ast.Assert):
+            t = st.test
+            if (isinstance(t, ast.Call) and isinstance(t.func, ast.Name) and t.func.id == "isinstance"
+                    and len(t.args) == 2 and isinstance(t.args[0], ast.Name) and t.args[0].id == var
+                    and "PPMissingLayer" not in ast.unparse(t.args[1])):
+                return st
+            continue
+        if not isinstance(st, (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            return None  # a branch, a nested loop, an exit: not every iteration reaches it
+    return None
+
+
+def construction_failures(rf, tree, lines, module: str) -> list[Failure]:
+    """The :class:`Failure` records of ``__init__`` asserts on ``make_layers`` slots in ``module``
+    (``tree``, ``lines``: its parse)."""
+    from .flow import FunctionGuards
+    from .guards import TRUE
+
+    out = []
+    for c, f in _enclosing(tree):
+        if f.name != "__init__":
+            continue
+        guards = None
+        for loop in ast.walk(f):
+            if not isinstance(loop, ast.For):
+                continue
+            found = _assert_on_slot(loop)
+            chain = _ref(loop.iter)
+            if found is None or chain is None:
+                continue
+            guards = guards or FunctionGuards(f, lines, cls=c.name)
+            if guards.every_call(loop) != TRUE:
+                continue  # a loop some call or rank may skip
+            owners, _how = rf.list_owners(chain, c.name, f.lineno)
+            if not owners or rf.conditional_list_note(owners, chain[-1]) is not None:
+                continue
+            out.append(Failure((module, c.name), "__init__", found.lineno, 0,
+                               f"`{ast.unparse(found)}` fails on the first `PPMissingLayer` slot of "
+                               f"`{'.'.join(chain)}`"))
+    return out
+
+
+def _ref(node) -> tuple | None:
+    from ..index.astutil import ref_chain
+
+    chain = ref_chain(node)
+    return tuple(chain) if chain and len(chain) >= 2 else None
+
+
+class _Facts:
+    """A rule context whose ``facts`` of one rule are given (the rule's collector ran here)."""
+
+    def __init__(self, ctx, code: str, facts):
+        self._ctx, self._code, self._facts = ctx, code, facts
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+    def facts(self, code: str, module: str | None = None):
+        if code == self._code and module is None:
+            return self._facts
+        return self._ctx.facts(code, module)
+
+
+def loader_failures(ctx, tree, lines, methods) -> list[Failure]:
+    """The :class:`Failure` records of the loader rules (:data:`LOADER_RULES`) in this file, run
+    whether or not they are selected, that name no configuration in their witness."""
+    from ..model import Finding
+    from ..rule_registry import builtin_rule
+    from .model import RankFacts
+
+    out = []
+    for code in LOADER_RULES:
+        rule = builtin_rule(code)
+        if rule is None:
+            continue
+        facts = ctx.facts(code)
+        if facts is None:
+            facts = rule.collect(tree, lines)
+        if not facts:
+            continue
+        try:
+            got = list(rule.check(_Facts(ctx, code, facts)))
+        except Exception:  # noqa: BLE001  (it cannot judge: it masks nothing)
+            got = []
+        finally:
+            RankFacts.of(ctx)  # the model points at the checked file again
+        for f in got:
+            if not isinstance(f, Finding) or (f.witness or {}).get("config") or (f.witness or {}).get("layer_partition"):
+                continue
+            c, fn = _where(methods, f.row)
+            if c is None:
+                continue
+            out.append(Failure((ctx.module, c.name), "load_weights", f.row, LOAD,
+                               f"{code}: the lookup `{f.message.split('`')[1]}` raises KeyError on every rank "
+                               f"that does not own a layer of the checkpoint"))
+    return out
+
+
+def serving_failures(rf, module: str) -> list[Failure]:
+    """The :class:`Failure` of each entry class of ``module`` whose ``forward`` cannot run under
+    pipeline parallelism (:func:`~.entry.forward_failure`), at its failing call."""
+    from .. import facts as F
+
+    out = []
+    for key in rf.entry_classes(module) or ():
+        if tuple(key)[0] != module or any(w in key[1] for w in F.DRAFTER_NAME_WORDS):
+            continue  # (a drafter: whether it runs under PP is not established)
+        ff = forward_failure(rf, key)
+        if ff is not None:
+            out.append(Failure(tuple(key), "forward", ff.site.row, SERVE,
+                               f"PPA202: `{key[1]}.forward` passes no `{ff.param}` to `{ff.site.callee[0][1]}.forward`, "
+                               f"where `{ff.text}` fails", True))
+    return out
+
+
+# the words of a witness whose ranks are all after the first (guards.rank_words and the rules')
+_LATER_RANKS = ("the last pipeline-parallel rank", "a middle pipeline-parallel rank",
+                "every pipeline-parallel rank but the first")
+
+
+def _later_ranks_only(f) -> bool:
+    return str((f.witness or {}).get("ranks", "")).startswith(_LATER_RANKS)
+
+
+def _entry_path(rf, module: str, fail: Failure, key: tuple, method: str) -> list | None:
+    """The engine's way to the failing phase and then to ``method`` of ``key``: an entry class of
+    ``module`` whose load (or construction) always reaches ``fail`` and whose serving reaches
+    ``key.method``; ``None`` when none is found."""
+    entries = rf.entry.entry_classes(module)
+    if not entries:
+        return None
+    cc = rf.call_context
+    for e in entries:
+        to_fail = cc.path((e, "load_weights"), (fail.key, "load_weights"), always=True)
+        if to_fail is None:
+            continue
+        for start in ("forward", "compute_logits"):
+            to_line = cc.path((e, start), (key, method))
+            if to_line is not None:
+                return [(e, "load_weights"), *to_fail], [(e, start), *to_line]
+    return None
+
+
+def _describe(steps) -> str:
+    """``A.load_weights -> B.load_weights (line 709)`` of a path of :func:`_entry_path`."""
+    out = []
+    for s in steps:
+        if isinstance(s, tuple) and len(s) == 2 and isinstance(s[0], tuple):
+            out.append(f"{s[0][1]}.{s[1]}")
+        else:
+            out.append(f"{s.callee[0][1]}.{s.callee[1]} (line {s.row})")
+    return " -> ".join(out)
+
+
+def apply_masks(ctx, findings: list) -> tuple[list, list]:
+    """``findings`` of the checked file ``ctx`` split into those reported and the
+    :class:`~pp_attr_lint.model.NotJudged` records (reason ``masked-by``) of those masked; each
+    finding also gets the engine's path to its line as its last ``= why:`` line, where known
+    (:func:`add_paths`)."""
+    from ..model import Finding, NotJudged
+    from .model import RankFacts
+
+    cands = [f for f in findings if isinstance(f, Finding) and f.code]
+    if not cands:
+        return findings, []
+    rf = RankFacts.of(ctx)
+    got = rf.reader.module_parsed(ctx.module)
+    if got is None:
+        return findings, []
+    _path, _module, tree, lines = got
+    methods = _enclosing(tree)
+    add_paths(rf, ctx.module, cands, methods)
+    try:
+        fails = construction_failures(rf, tree, lines, ctx.module)
+        fails += loader_failures(ctx, tree, lines, methods)
+        fails += serving_failures(rf, ctx.module)
+    except Exception:  # noqa: BLE001  (nothing established: nothing masked)
+        return findings, []
+    if not fails:
+        return findings, []
+    fails.sort(key=lambda x: (x.phase, x.row))
+    subclassed = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)
+                  for c in tree.body if isinstance(c, ast.ClassDef) for b in c.bases}
+    kept, masked = [], []
+    for f in findings:
+        why = None
+        if isinstance(f, Finding) and f.code:
+            c, fn = _where(methods, f.row)
+            if c is not None:
+                why = _masked(rf, ctx, f, c, fn, fails, subclassed)
+        if why is None:
+            kept.append(f)
+        else:
+            masked.append(NotJudged(code=f.code, reason=MASKED_BY, detail=why, path=f.path, row=f.row,
+                                    column=f.column))
+    return kept, masked
+
+
+def add_paths(rf, module: str, findings: list, methods) -> None:
+    """Append to each finding's ``explanation`` the engine's way to its line, where known
+    (:func:`~.entry.engine_path`: an entry class of ``module`` whose engine call reaches the
+    method holding the line); ``methods``: :func:`_enclosing` of the module."""
+    from .entry import engine_path
+
+    for f in findings:
+        c, fn = _where(methods, f.row)
+        if c is None:
+            continue
+        try:
+            words = engine_path(rf, module, (module, c.name), fn.name)
+        except Exception:  # noqa: BLE001  (not known: nothing added)
+            words = None
+        if words is not None and not any(e.startswith("path: ") for e in f.explanation):
+            f.explanation = [*f.explanation, f"path: {words} -> line {f.row}"]
+
+
+def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
+    key = (ctx.module, c.name)
+    here = os.path.basename(ctx.file.path)
+    for fail in fails:
+        if fail.row == f.row:
+            continue  # the failure itself
+        first = f"{here}:{fail.row} ({fail.what})"
+        if fail.phase == 0 and fail.key == key:
+            if fn.name == "__init__" and f.row > fail.row:
+                return f"{first} fails first, on every rank of a pipeline of size >= 2, in `{c.name}.__init__`"
+            if fn.name != "__init__" and c.name not in subclassed:
+                return f"{first} fails first: `{c.name}.__init__` never completes under pipeline parallelism"
+        if fail.later_ranks_only:
+            if fail.key != key or not _later_ranks_only(f):
+                continue
+            later = ((fn.name == "forward" and f.row > fail.row) or (phase_of(fn.name) == SERVE and fn.name != "forward")
+                     or (f.fix_data or {}).get("fails_in") == "serving")
+            if later:
+                return (f"{first} fails first, on every rank after the first, when the engine calls "
+                        f"`{c.name}.forward`; this line fails only later, on such a rank")
+            continue
+        if fail.phase == LOAD and phase_of(fn.name) == SERVE:
+            steps = _entry_path(rf, ctx.module, fail, key, fn.name)
+            if steps is not None:
+                return (f"{first} fails first: the engine loads the weights ({_describe(steps[0])}) before "
+                        f"it serves ({_describe(steps[1])})")
+    return None

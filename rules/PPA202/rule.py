@@ -1,0 +1,64 @@
+"""PPA202 forward-drops-stage-input: a model the engine loads under pipeline parallelism whose
+``forward`` takes no ``pp_proxy_tensors`` and calls an inner model that needs them on the ranks
+after the first (see README.md)."""
+
+from __future__ import annotations
+
+from pp_attr_lint import facts as F
+from pp_attr_lint.rule_api import Rule
+
+
+class ForwardDropsStageInput(Rule):
+    def check(self, ctx):
+        from pp_attr_lint.model import NotJudged
+        from pp_attr_lint.semantic import guards as G
+        from pp_attr_lint.semantic.entry import forward_failure
+        from pp_attr_lint.semantic.model import RankFacts
+
+        rf = RankFacts.of(ctx)
+        out = []
+        for key in rf.entry_classes(ctx.module) or ():
+            if key[0] != ctx.module:
+                continue
+            try:
+                ff = forward_failure(rf, key)
+            except Exception:  # noqa: BLE001  (cannot tell: nothing said of it)
+                ff = None
+            if ff is None:
+                continue
+            node, callee = ff.site.node, ff.site.callee[0]
+            lines = rf.reader.module_parsed(ctx.module)[3]  # the call's file: character columns
+            col, end_col = lines.col(node.lineno, node.col_offset), lines.col(node.end_lineno, node.end_col_offset)
+            if any(w in key[1] for w in F.DRAFTER_NAME_WORDS):
+                # a speculative draft model: whether the engine runs it under PP is its settings'
+                out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path,
+                                     row=node.lineno, column=col + 1,
+                                     detail=f"`{key[1]}` is named as a speculative draft model; whether the engine "
+                                            f"runs it under pipeline parallelism is not in the analysed code"))
+                continue
+            ranks = ("every pipeline-parallel rank but the first" if G.implies(G.f_not(G.FIRST), ff.ranks)
+                     else G.rank_words(G.satisfying(ff.ranks) or {}))
+            where = f"{ff.module.rsplit('.', 1)[-1]}.py:{ff.row}"
+            message = (f"`{key[1]}.forward` takes no `{ff.param}`, so the engine never hands it what a rank after the "
+                       f"first receives, and it calls `{callee[1]}.forward` without it; there `{ff.text}` ({where}) "
+                       f"fails on {ranks}: the model cannot run under pipeline parallelism.")
+            explanation = [
+                f"the engine loads `{key[1]}` (its module's `EntryClass`) and does not refuse it under pipeline "
+                f"parallelism: no model-runner check that `forward` takes `{ff.param}` is in the analysed code",
+                f"path: the engine calls `{key[1]}.forward` on every rank -> {ff.site.how} (line {ff.site.row}) -> "
+                f"`{callee[1]}.forward`, line {ff.row}: `{ff.text}`",
+                f"`{ff.param}` is `None` there: nothing passes it on this path",
+            ]
+            out.append(self.finding(ctx, node.lineno, col, node.end_lineno, end_col, message, explanation,
+                                    help=f"Take `{ff.param}=None` in `{key[1]}.forward` and pass it on: "
+                                         f"`{ff.param}={ff.param}`",
+                                    witness={"ranks": ranks, "config": {}}))
+        return out
+
+
+RULE = ForwardDropsStageInput(
+    code="PPA202",
+    name="forward-drops-stage-input",
+    summary="forward takes no pp_proxy_tensors and calls an inner model that needs them after the first rank",
+    needles=("EntryClass",),
+)
