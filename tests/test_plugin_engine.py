@@ -2,8 +2,8 @@
 from that release's code: the platform the plugin registers and what the engine then refuses,
 the names the release's modules have, and the classes it refuses under pipeline parallelism.
 
-The plugins in ``fixtures/plugins`` are written from public plugin shapes (vllm-ascend's platform
-entry point, a ``register_model`` general plugin, an SGLang external model package); each kind
+The plugins in ``tests/fixtures/plugins`` are written from public plugin shapes (vllm-ascend's
+platform entry point, a ``register_model`` general plugin, an SGLang external model package); each kind
 has a firing and a silent twin, checked against released vLLM and SGLang wheels (``network``:
 they come from the wheel cache), and the import kind also under the runtime oracle."""
 
@@ -18,7 +18,7 @@ import pytest
 import oracle
 from helpers import REPO, run_cli
 
-PLUGINS = REPO / "fixtures" / "plugins"
+PLUGINS = REPO / "tests" / "fixtures" / "plugins"
 STUBS = REPO / "fixtures" / "ppstub"
 
 
