@@ -57,6 +57,9 @@ class EngineRelease(Service):
         if key in memo:
             return memo[key]
         memo[key] = out = []
+        data = self.m.reader.read_bytes(self.ctx.file.path)
+        if data is None or not any(f"{e}.".encode() in data for e in F.ENGINES):
+            return out  # (no import from an engine: no parse)
         got = self.m.reader.parsed(self.ctx.file.path, self.ctx.module)
         if got is None:
             return out
