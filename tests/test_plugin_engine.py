@@ -74,7 +74,15 @@ def test_a_loop_under_a_feature_the_plugins_platform_refuses(tmp_path, version):
                         "    def is_cuda(self) -> bool:\n        return True\n")
     assert _check(root, "eplbplug", engine) == ({LOOP}, set())
     platform.write_text(original)
-    _edit(root / "eplbplug" / "__init__.py", 'return "eplbplug.platform.EplbPlugPlatform"', "return None")
+    # a platform registered only where its device is found: on another machine the plugin's
+    # models run on a built-in platform (vllm/platforms/__init__.py activates a plugin whose
+    # function returns a name)
+    init = root / "eplbplug" / "__init__.py"
+    _edit(init, '    return "eplbplug.platform.EplbPlugPlatform"',
+          '    import shutil\n\n    if shutil.which("plug-smi") is None:\n        return None\n'
+          '    return "eplbplug.platform.EplbPlugPlatform"')
+    assert _check(root, "eplbplug", engine) == ({LOOP}, set())
+    _edit(init, '    return "eplbplug.platform.EplbPlugPlatform"', "    return None")
     assert _check(root, "eplbplug", engine) == ({LOOP}, set())
 
 

@@ -208,12 +208,16 @@ class VllmEngine(Service):
     # -- the platform a plugin brings ---------------------------------------------------------
     def plugin_platforms(self) -> list:
         """The class keys of the platforms the checked plugin registers: a function of the
-        checked file's top-level package returns the qualified name of a class of that package
+        checked file's top-level package returns, on every call (a ``return`` of its own body
+        that no other ``return`` or ``raise`` precedes), the qualified name of a class of that package
         (vLLM's ``vllm.platform_plugins`` contract, vllm/platforms/__init__.py
         ``resolve_obj_by_qualname``; vllm-ascend's ``register`` returns
         ``"vllm_ascend.platform.NPUPlatform"``) whose MRO holds an engine's
-        ``<engine>.platforms.interface.Platform``.  ``[]`` for an engine's own files, or when none
-        is found (its models may run on any platform)."""
+        ``<engine>.platforms.interface.Platform``: vLLM then makes it the current platform
+        wherever the plugin is installed (vllm/platforms/__init__.py: one activated out-of-tree
+        platform plugin wins over the built-in ones).  ``[]`` for an engine's own files, or when
+        none is found (its models may run on any platform, or on one only when a device is
+        there)."""
         top = self.ctx.module.split(".", 1)[0]
         memo = self._memo.setdefault("platforms", {})
         if top in memo:
@@ -225,8 +229,11 @@ class VllmEngine(Service):
             for fn in ast.walk(tree):
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                for ret in ast.walk(fn):
-                    v = getattr(ret, "value", None) if isinstance(ret, ast.Return) else None
+                # returned on every call: vLLM activates a platform plugin whose function returns a
+                # name, and one activated out-of-tree plugin is the current platform
+                first = min((r.lineno for r in ast.walk(fn) if isinstance(r, (ast.Return, ast.Raise))), default=0)
+                for ret in fn.body:
+                    v = getattr(ret, "value", None) if isinstance(ret, ast.Return) and ret.lineno == first else None
                     if not (isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith(top + ".")):
                         continue
                     module, _, name = v.value.rpartition(".")
