@@ -4,6 +4,8 @@ and what their model runner requires of a model's ``forward``.
 
 * :mod:`.vllm`: vLLM and its forks (Aphrodite): the model registry, the ``SupportsPP``
   refusal of ``vllm/config/model.py``, features that refuse pipeline parallelism;
-* :mod:`.sglang`: SGLang: the ``EntryClass`` registry and the model runner's assert that
-  ``forward`` takes ``pp_proxy_tensors``.
+* :mod:`.sglang`: SGLang: the ``EntryClass`` registry (a plugin's package handed to
+  ``ModelRegistry.register`` included) and the model runner's assert that ``forward`` takes
+  ``pp_proxy_tensors``;
+* :mod:`.release`: the names the engine release a plugin is checked against lacks.
 """

@@ -157,7 +157,7 @@ class SglangEngine(Service):
         entries = self.entry_classes(module)
         if not entries or (module, cls) not in entries:
             return False
-        req = self.pp_forward_requirement(module.split(".", 1)[0])
+        req = self.pp_forward_requirement(self.loader_top(module) or module.split(".", 1)[0])
         if req is None or self.forward_accepts((module, cls), req[0]) is not False:
             return False
         why = None
@@ -204,8 +204,22 @@ class SglangEngine(Service):
     def _entry_attribute(self, module: str) -> str | None:
         """The module attribute the registry of ``module``'s package reads from each of its
         modules (``"EntryClass"``, :func:`registry_attribute`), when ``module`` is a sibling of
-        that registry's module; ``None`` otherwise."""
-        top = module.split(".", 1)[0]
+        that registry's module, or of a package a plugin registers (:meth:`loader_top`); ``None``
+        otherwise."""
+        got = self._loader(module)
+        return got[0] if got else None
+
+    def loader_top(self, module: str) -> str | None:
+        """The top-level package of the engine whose registry loads the classes of ``module``:
+        ``module``'s own, for a sibling of its registry module (SGLang's models); the engine's,
+        for a module of a package that a plugin of the checked tree hands to the engine's
+        registry (``ModelRegistry.register("plug.models")``, sglang/srt/models/registry.py
+        ``_ModelRegistry.register`` -> ``import_model_classes(package_name)``); ``None`` when
+        no registry loads it."""
+        got = self._loader(module)
+        return got[1] if got else None
+
+    def _registry_functions(self, top: str) -> set:
         memo = self._memo.setdefault("entry-attr", {})
         if top not in memo:
             found = set()
@@ -214,9 +228,51 @@ class SglangEngine(Service):
                     if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         attr = _registry_attribute(fn)
                         if attr is not None:  # the models are the registry module's siblings
-                            found.add((attr, mod.rsplit(".", 1)[0]))
+                            found.add((attr, mod.rsplit(".", 1)[0], fn.name))
             memo[top] = found
-        return next((a for a, package in sorted(memo[top]) if module.rsplit(".", 1)[0] == package), None)
+        return memo[top]
+
+    def _loader(self, module: str) -> tuple | None:
+        top, package = module.split(".", 1)[0], module.rsplit(".", 1)[0]
+        own = next((a for a, pkg, _fn in sorted(self._registry_functions(top)) if package == pkg), None)
+        if own is not None or top in F.ENGINES or package == module:
+            return (own, top) if own is not None else None
+        for engine in F.ENGINES:
+            attrs = set(self._register_reads(engine))
+            if len(attrs) == 1 and self._plugin_registers(top, package):
+                return (attrs.pop(), engine)
+        return None
+
+    def _register_reads(self, engine: str) -> set:
+        """The module attributes that a ``register(self, package_name, ...)`` method of
+        ``engine`` has read, by handing its package parameter to a registry function
+        (:func:`_registry_attribute`: ``import_model_classes(package_name)``)."""
+        memo = self._memo.setdefault("register-reads", {})
+        if engine not in memo:
+            by_fn = {fn: a for a, _pkg, fn in self._registry_functions(engine)}
+            found = set()
+            for _mod, tree, _lines in self.m.reader.package_trees(engine, b"iter_modules("):
+                for fn in fast_walk(tree):
+                    if not (isinstance(fn, ast.FunctionDef) and fn.name == "register" and len(fn.args.args) > 1):
+                        continue
+                    param = fn.args.args[1].arg
+                    for n in fast_walk(fn):
+                        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in by_fn \
+                                and n.args and isinstance(n.args[0], ast.Name) and n.args[0].id == param:
+                            found.add(by_fn[n.func.id])
+            memo[engine] = found
+        return memo[engine]
+
+    def _plugin_registers(self, top: str, package: str) -> bool:
+        """Whether a file of package ``top`` calls ``<something>.register("package")`` (the
+        package's name as the first argument, a string constant)."""
+        memo = self._memo.setdefault("plugin-registers", {})
+        if (top, package) not in memo:
+            memo[(top, package)] = any(
+                isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "register"
+                and n.args and isinstance(n.args[0], ast.Constant) and n.args[0].value == package
+                for _mod, tree, _lines in self.m.reader.package_trees(top, package.encode()) for n in fast_walk(tree))
+        return memo[(top, package)]
 
     def entry_classes(self, module: str) -> list | None:
         """The model classes the engine loads from ``module`` when its registry reads a module

@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 
 from .. import facts as F
-from ..resolve import Unresolved
+from ..resolve import EXTERNAL, Unresolved
 from ..textio import read_regular
 from ..semantic.flow import raise_guards
 from ..semantic.guards import atoms, f_and, f_not, f_or, satisfying
@@ -277,3 +277,155 @@ def _raise_without_ids(tree) -> int | None:
                 and c.comparators[0].value is None for c in ast.walk(n.test)):
             return n.body[-1].lineno
     return None
+
+    # -- the platform a plugin brings ---------------------------------------------------------
+    def plugin_platforms(self) -> list:
+        """The class keys of the platforms the checked plugin registers: a function of the
+        checked file's top-level package returns, on every call (a ``return`` of its own body
+        that no other ``return`` or ``raise`` precedes), the qualified name of a class of that package
+        (vLLM's ``vllm.platform_plugins`` contract, vllm/platforms/__init__.py
+        ``resolve_obj_by_qualname``; vllm-ascend's ``register`` returns
+        ``"vllm_ascend.platform.NPUPlatform"``) whose MRO holds an engine's
+        ``<engine>.platforms.interface.Platform``: vLLM then makes it the current platform
+        wherever the plugin is installed (vllm/platforms/__init__.py: one activated out-of-tree
+        platform plugin wins over the built-in ones).  ``[]`` for an engine's own files, or when
+        none is found (its models may run on any platform, or on one only when a device is
+        there)."""
+        top = self.ctx.module.split(".", 1)[0]
+        memo = self._memo.setdefault("platforms", {})
+        if top in memo:
+            return memo[top]
+        memo[top] = found = []
+        if top in F.ENGINES:
+            return found
+        for _module, tree, _lines in self.m.reader.package_trees(top, f'"{top}.'.encode(), f"'{top}.".encode()):
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                # returned on every call: vLLM activates a platform plugin whose function returns a
+                # name, and one activated out-of-tree plugin is the current platform
+                first = min((r.lineno for r in ast.walk(fn) if isinstance(r, (ast.Return, ast.Raise))), default=0)
+                for ret in fn.body:
+                    v = getattr(ret, "value", None) if isinstance(ret, ast.Return) and ret.lineno == first else None
+                    if not (isinstance(v, ast.Constant) and isinstance(v.value, str) and v.value.startswith(top + ".")):
+                        continue
+                    module, _, name = v.value.rpartition(".")
+                    try:
+                        key = self.r.resolve_class(module, name)
+                        mro = self.r.mro(key) if key is not None else ()
+                    except Exception:  # noqa: BLE001  (not a class of the analysed code)
+                        continue
+                    if any(e[1] == "Platform" and e[0].split(".", 1)[0] in F.ENGINES
+                           and e[0].endswith(".platforms.interface") for e in mro) and key not in found:
+                        found.append(key)
+        return found
+
+    def platform_refuses(self, flag: str) -> bool:
+        """Whether every platform the checked plugin registers (:meth:`plugin_platforms`) makes
+        the engine refuse the config flag ``flag`` outright: a function of the engine's parallel
+        configuration module (:data:`~pp_attr_lint.facts.PARALLEL_CONFIG_MODULES`) raises on
+        every path where ``flag`` holds once its tests of ``current_platform.<method>()`` are
+        answered for that platform (:meth:`platform_answer`; a test that cannot be answered stays
+        open, which only makes a refusal harder to show).  vLLM 0.21.0 to 0.33.0
+        (vllm/config/parallel.py) and 0.10.0 (vllm/config.py) raise under ``enable_eplb`` when
+        the platform is not CUDA-alike (nor XPU, 0.32.0+), so an ``OOT`` platform refuses EPLB.
+        False when the plugin registers no platform or nothing shows the refusal."""
+        plats = self.plugin_platforms()
+        if not plats:
+            return False
+        return all(self._platform_refuses(key, flag) for key in plats)
+
+    def _platform_refuses(self, key, flag: str) -> bool:
+        memo = self._memo.setdefault("platform-refuses", {})
+        if (key, flag) in memo:
+            return memo[(key, flag)]
+        memo[(key, flag)] = answer = False
+        engine = next(e[0] for e in self.r.mro(key) if e[1] == "Platform" and e[0].endswith(".platforms.interface"))
+        top = engine.split(".", 1)[0]
+        from ..semantic.flow import ReturnWalker
+        from ..semantic.guards import substitute
+
+        for pattern in F.PARALLEL_CONFIG_MODULES:
+            got = self.m.reader.module_parsed(pattern.replace("{top}", top))
+            if got is None:
+                continue
+            tree, lines = got[2], got[3]
+            for fn in ast.walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or flag not in ast.unparse(fn):
+                    continue
+                w = ReturnWalker(lines, fn)
+                w.walk()
+                raises = [g for g in w.raises if flag in atoms(g, set())]
+                if not raises:
+                    continue
+                # a raise under the flag is reached only past the earlier raises (its guard denies
+                # theirs): those count too, when they add no test of their own
+                named = atoms(f_or(*raises), set())
+                raised = f_or(*raises, *(g for g in w.raises if atoms(g, set()) <= named))
+                for atom in sorted(atoms(raised, set())):
+                    head, _, call = atom.partition(".")
+                    if head == "current_platform" and call.endswith("()") and call[:-2].isidentifier():
+                        value = self.platform_answer(key, call[:-2])
+                        if value is not None:
+                            raised = substitute(raised, atom, ("T",) if value else ("F",))
+                uncovered = f_and(("a", flag), f_not(raised))
+                if len(atoms(uncovered, set()) - {"@first", "@last"}) <= 16 and satisfying(uncovered) is None:
+                    answer = True
+                    break
+            break  # the first configuration module found decides
+        memo[(key, flag)] = answer
+        return answer
+
+    def platform_answer(self, key, method: str) -> bool | None:
+        """What ``method()`` (no arguments) of platform class ``key`` returns, when its first
+        definition on the MRO returns a constant, or compares the class attribute ``_enum`` with
+        ``PlatformEnum`` members (vllm/platforms/interface.py: ``is_cuda_alike`` returns ``self._enum
+        in (PlatformEnum.CUDA, PlatformEnum.ROCM)``), and the first class on the MRO that binds
+        ``_enum`` binds it to such a member; ``None`` when it cannot be told."""
+        try:
+            mro = self.r.mro(key)
+        except Exception:  # noqa: BLE001
+            return None
+        classes = []
+        for k in mro:
+            if k == (EXTERNAL, "builtins.object"):
+                continue
+            got = self.m.reader.module_parsed(k[0]) if k[0] != EXTERNAL else None
+            node = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == k[1]), None) if got else None
+            if node is None:
+                return None
+            classes.append(node)
+        enum = None
+        for node in classes:
+            bound = [st.value for st in node.body if isinstance(st, (ast.Assign, ast.AnnAssign)) and st.value is not None
+                     and any(isinstance(t, ast.Name) and t.id == "_enum"
+                             for t in (st.targets if isinstance(st, ast.Assign) else [st.target]))]
+            if bound:
+                v = bound[-1]
+                enum = v.attr if isinstance(v, ast.Attribute) and ast.unparse(v.value) == "PlatformEnum" else None
+                break
+        for node in classes:
+            fns = [st for st in node.body if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == method]
+            if not fns:
+                continue
+            body = [st for st in fns[-1].body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+            if len(fns) > 1 or fns[-1].decorator_list or len(body) != 1 or not isinstance(body[0], ast.Return):
+                return None
+            v = body[0].value
+            if isinstance(v, ast.Constant) and isinstance(v.value, bool):
+                return v.value
+            if not (isinstance(v, ast.Compare) and len(v.ops) == 1 and ast.unparse(v.left) == "self._enum"
+                    and enum is not None):
+                return None
+            right = v.comparators[0]
+            members = right.elts if isinstance(right, (ast.Tuple, ast.List, ast.Set)) else [right]
+            if not all(isinstance(m, ast.Attribute) and ast.unparse(m.value) == "PlatformEnum" for m in members):
+                return None
+            names = {m.attr for m in members}
+            op = type(v.ops[0])
+            if op in (ast.In, ast.Eq):
+                return enum in names
+            if op in (ast.NotIn, ast.NotEq):
+                return enum not in names
+            return None
+        return None

@@ -42,8 +42,8 @@ class PlaceholderRule:
             if use[0] in self.kinds and not use[7]:
                 flag = F.FEATURE_ONLY_METHODS.get(ctx.summary_function_name(use[1], use[2]) or "")
                 refused = rf.feature_refuses_pp(flag) if flag else False
-                if refused:
-                    continue  # only a feature that refuses pipeline parallelism calls the method
+                if refused or rf.refused_by_platform(use[6], flag):
+                    continue  # only a feature that PP (or the plugin's platform) refuses runs the line
                 f = self.judge(ctx, rf, safe, *use)
                 fname = ctx.summary_function_name(use[1], use[2]) if f is not None and use[1] else None
                 if fname and fname not in F.RANK_OF_METHOD and not fname.startswith("__"):

@@ -9,7 +9,9 @@ Each service keeps its own memo for the run and reaches the others through the m
 * ``entry``: :class:`~.entry.EntryPoints`, the classes the engine loads and what it calls on them;
 * ``call_context``: :class:`~.calls.CallContext`, the calls a method makes and paths between methods;
 * ``vllm`` / ``sglang``: :class:`~pp_attr_lint.engines.vllm.VllmEngine`,
-  :class:`~pp_attr_lint.engines.sglang.SglangEngine`, what the engine loads and refuses.
+  :class:`~pp_attr_lint.engines.sglang.SglangEngine`, what the engine loads and refuses;
+* ``release``: :class:`~pp_attr_lint.engines.release.EngineRelease`, what the engine release
+  a plugin is checked against does not have.
 
 The methods below are the questions the rules ask; each says which service answers it.
 """
@@ -17,6 +19,7 @@ The methods below are the questions the rules ask; each says which service answe
 from __future__ import annotations
 
 
+from ..engines.release import EngineRelease
 from ..engines.sglang import SglangEngine
 from ..engines.vllm import VllmEngine
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # one key for the collector and the rules
@@ -42,6 +45,7 @@ class RankFacts:
         self.call_context = CallContext(self)
         self.vllm = VllmEngine(self)
         self.sglang = SglangEngine(self)
+        self.release = EngineRelease(self)
         self._guards: dict = {}  # id(function node) -> (node, its FunctionGuards)
 
     @classmethod
@@ -193,6 +197,25 @@ class RankFacts:
     def raw_token_models(self, top: str) -> list:
         """:meth:`VllmEngine.raw_token_models <pp_attr_lint.engines.vllm.VllmEngine.raw_token_models>`."""
         return self.vllm.raw_token_models(top)
+
+    def refused_by_platform(self, guard: tuple, flag: str | None = None) -> bool:
+        """Whether a line under ``guard`` (in a method only the config flag ``flag`` calls, when
+        given) never runs on the platform the checked plugin registers: every way ``guard`` can
+        hold turns on a config flag (an atom of ``guard``) that the engine refuses on that platform
+        (:meth:`VllmEngine.platform_refuses <pp_attr_lint.engines.vllm.VllmEngine.platform_refuses>`:
+        ``enable_eplb`` on an ``OOT`` platform, vLLM 0.10.0-0.33.0).  False for a file that
+        registers no platform (an engine's own), or when that is not shown."""
+        from .guards import atoms, can_hold, f_and, f_not
+
+        if not self.vllm.plugin_platforms():
+            return False
+        if flag and self.vllm.platform_refuses(flag):
+            return True
+        narrowed = guard
+        for atom in sorted(atoms(guard, set())):
+            if atom.isidentifier() and self.vllm.platform_refuses(atom):
+                narrowed = f_and(narrowed, f_not(("a", atom)))
+        return narrowed != guard and not can_hold(narrowed)
 
     def registrations(self) -> list:
         """:meth:`VllmEngine.registrations <pp_attr_lint.engines.vllm.VllmEngine.registrations>`."""
