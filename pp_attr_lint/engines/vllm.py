@@ -207,7 +207,8 @@ class VllmEngine(Service):
         facs = {(f.name, f.keyword) for f in self.r.settings.factories}
         needles = tuple(dict.fromkeys(n.rsplit("*", 1)[-1].encode() + b"(" for n, _k in facs))
         memo = self._memo.setdefault("factory-calls", {})
-        if needles not in memo:
+        key = (self.m.reader.scan_dirs(), needles)  # the files read depend on what this file imports
+        if key not in memo:
             calls = []  # (module, architecture names)
             for _path, mod, tree, _lines in self.m.reader.tree_files(*needles) or ():
                 consts: dict = {}
@@ -227,8 +228,8 @@ class VllmEngine(Service):
                                     if isinstance(sub, (ast.Name, ast.Attribute)):
                                         names |= consts.get(_last_name(sub), set())
                                 calls.append((mod, names))
-            memo[needles] = calls
-        return sorted({mod for mod, names in memo[needles] if names & archs})
+            memo[key] = calls
+        return sorted({mod for mod, names in memo[key] if names & archs})
 
     def refuses_unsupported_models(self, top: str) -> bool:
         """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
