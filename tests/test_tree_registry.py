@@ -468,3 +468,23 @@ def test_a_plugin_registry_that_cannot_be_read_is_not_judged(tmp_path):
     assert unjudged == {("alone.py", "PPA101"), ("hosted.py", "PPA101")}
     r = run_cli("check", "omni", "--src", STUBS, "--no-cache", "--show-unresolved", cwd=tmp_path)
     assert "engine-fact-unknown" in r.stdout and "_LazyRegisteredModel" in r.stdout
+
+
+def test_a_registry_class_of_its_own_is_no_engine_registry(tmp_path):
+    """SGLang defines its own `_ModelRegistry` class: building one is not a vLLM plugin registry
+    whose entries are not read, so its models are judged as before."""
+    _write(tmp_path, {
+        "own/__init__.py": "",
+        "own/registry.py": """
+            class _ModelRegistry:
+                def __init__(self, models=None):
+                    self.models = dict(models or {})
+
+
+            ModelRegistry = _ModelRegistry(dict(json_loaded=None))
+        """,
+        "own/model.py": TIED.format(name="OwnForCausalLM", **NO_PP),
+    })
+    found, unjudged = _check(tmp_path, "own")
+    assert found == {("model.py", "PPA101")}
+    assert not unjudged
