@@ -67,6 +67,10 @@ class Rule:
     default: bool = True
     # rules that share one collector (the placeholder family) name the same key; default: the code
     facts_key: str | None = None
+    # ``(key, collect, version)`` of another collector whose facts the rule reads through the
+    # semantic model (PPA405 asks it which lists come from make_layers): run whenever the rule is,
+    # so that its verdict does not depend on which other rules are enabled
+    uses_facts: tuple = ()
 
     # True: the rule also wants the files that read one of its `attributes` on another object
     # (`x.end_layer`), besides those its own prefilter accepts (the test is shared between rules)
@@ -229,6 +233,8 @@ def index_spec(rules, everything: bool = False) -> IndexSpec:
     for r in rules:
         if type(r).collect is not Rule.collect:
             own.setdefault(r.facts_name, (r.collect, r.version))
+        for k, fn, v in r.uses_facts:
+            own.setdefault(k, (fn, v))
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
                     ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items())), "all" if everything else ""])

@@ -391,3 +391,100 @@ def test_a_refusal_the_tree_does_not_establish_is_not_taken(tmp_path, how):
         assert found == {("accepted.py", "PPA101")} and unjudged == {("refused.py", "PPA101")}
     else:
         assert found == {("accepted.py", "PPA101"), ("refused.py", "PPA101")} and not unjudged
+
+
+HOST = """
+    import torch.nn as nn
+    from vllm.model_executor.models.interfaces import SupportsPP
+    from vllm.model_executor.models.utils import init_vllm_registered_model
+
+    _STAGE = "HostedStage"
+
+
+    class HostForConditionalGeneration(nn.Module, SupportsPP):
+        def __init__(self, vllm_config):
+            super().__init__()
+            self.stage = init_vllm_registered_model(vllm_config, architectures=[{arch}])
+
+        def make_empty_intermediate_tensors(self, batch_size, dtype, device):
+            return {{}}
+"""
+
+
+def _omni(root: Path, table: str, host_arch: str = "_STAGE") -> None:
+    """A plugin shaped as vllm-omni 0.30.0: its registry is a dict of ``(folder, module, Class)``
+    turned into vLLM's ``_ModelRegistry`` of ``_LazyRegisteredModel``s; two stage models without
+    ``SupportsPP``, one of them also built by name inside a PP host model."""
+    pkg = "omni/model_executor/models"
+    _write(root, {
+        "omni/__init__.py": "", "omni/model_executor/__init__.py": "", f"{pkg}/__init__.py": "",
+        f"{pkg}/stage/__init__.py": "",
+        f"{pkg}/registry.py": """
+            from vllm.model_executor.models.registry import _LazyRegisteredModel, _ModelRegistry
+
+            """ + table + """
+
+            OmniModelRegistry = _ModelRegistry({
+                arch: _LazyRegisteredModel(module_name=f"omni.model_executor.models.{folder}.{rel}", class_name=cls)
+                for arch, (folder, rel, cls) in _OMNI_MODELS.items()
+            })
+        """,
+        f"{pkg}/stage/alone.py": TIED.format(name="AloneStage", **NO_PP),
+        f"{pkg}/stage/hosted.py": TIED.format(name="HostedStage", **NO_PP),
+        f"{pkg}/host.py": HOST.format(arch=host_arch),
+    })
+
+
+OMNI_TABLE = """_OMNI_MODELS = {
+                "AloneStage": ("stage", "alone", "AloneStage"),
+                "HostedStage": ("stage", "hosted", "HostedStage"),
+                "HostForConditionalGeneration": ("host", "host", "HostForConditionalGeneration"),
+            }"""
+
+
+def test_a_plugin_registry_of_three_strings_is_read(tmp_path):
+    """A stage model the plugin's registry lists without SupportsPP is refused under PP by the
+    engine it runs in (vLLM's ModelConfig asks the plugin's registry): silent; the same class built
+    by name inside a PP model runs under PP whenever its host does: reported."""
+    _omni(tmp_path, OMNI_TABLE.replace('("host", "host",', '("host",'))
+    found, unjudged = _check(tmp_path, "omni")
+    assert found == {("hosted.py", "PPA101")}
+    assert not unjudged
+
+
+def test_a_plugin_stage_not_hosted_by_name_is_silent(tmp_path):
+    """The host builds its stage from the checkpoint's config: no host names the class, so both
+    registered stages are refused under PP."""
+    _omni(tmp_path, OMNI_TABLE.replace('("host", "host",', '("host",'), host_arch="*vllm_config.architectures")
+    found, unjudged = _check(tmp_path, "omni")
+    assert not found and not unjudged
+
+
+def test_a_plugin_registry_that_cannot_be_read_is_not_judged(tmp_path):
+    """Entries built at run time: whether the engine refuses the stage models is not established."""
+    _omni(tmp_path, "import json\n\n            _OMNI_MODELS = json.loads('{}')")
+    found, unjudged = _check(tmp_path, "omni")
+    assert not found
+    assert unjudged == {("alone.py", "PPA101"), ("hosted.py", "PPA101")}
+    r = run_cli("check", "omni", "--src", STUBS, "--no-cache", "--show-unresolved", cwd=tmp_path)
+    assert "engine-fact-unknown" in r.stdout and "_LazyRegisteredModel" in r.stdout
+
+
+def test_a_registry_class_of_its_own_is_no_engine_registry(tmp_path):
+    """SGLang defines its own `_ModelRegistry` class: building one is not a vLLM plugin registry
+    whose entries are not read, so its models are judged as before."""
+    _write(tmp_path, {
+        "own/__init__.py": "",
+        "own/registry.py": """
+            class _ModelRegistry:
+                def __init__(self, models=None):
+                    self.models = dict(models or {})
+
+
+            ModelRegistry = _ModelRegistry(dict(json_loaded=None))
+        """,
+        "own/model.py": TIED.format(name="OwnForCausalLM", **NO_PP),
+    })
+    found, unjudged = _check(tmp_path, "own")
+    assert found == {("model.py", "PPA101")}
+    assert not unjudged

@@ -86,11 +86,15 @@ class VllmEngine(Service):
         aphrodite/config/model.py:1366 too), so its code never runs on a rank > 0.  The registry is
         the one of ``module``'s top-level package (:meth:`Resolver.model_registry`, found by its
         place in the tree), plus the ``register_model`` calls of the checked files (a plugin's
-        classes are checked the same way).  True when no registry lists the module (SGLang, RL
+        classes are checked the same way); a plugin's tables of ``(folder, module, Class)`` too
+        (:func:`~pp_attr_lint.index.registry.registry_entries`), its refusal read in the engine its
+        registry module imports from (:meth:`_refuses`).  A registered class that a model
+        builds by name (:meth:`_hosts`) runs under PP when its host does.  True when no registry lists the module (SGLang, RL
         frameworks, the rule cases; for SGLang see :meth:`SglangEngine.refused_under_pp`) or a registered class
         cannot be resolved.  Raises :class:`~pp_attr_lint.resolve.Unresolved`
         (``engine-fact-unknown``) when whether the engine runs the module's models under PP
-        cannot be established; every rule that asks gets the same answer."""
+        cannot be established (also when the package builds an engine registry whose entries
+        are not read, :meth:`_registry_unread`); every rule that asks gets the same answer."""
         memo = self._memo.setdefault("pp-modules", {})
         if module in memo:
             if isinstance(memo[module], Unresolved):
@@ -98,11 +102,13 @@ class VllmEngine(Service):
             return memo[module]
         memo[module] = True  # while it is being answered
         registered = []
+        archs = []  # (architecture, class key) of the module's registered classes
         engines = set()  # the top-level packages of the registries that list the module
         for _tname, _arch, full, cls in self.r.model_registry(module.split(".", 1)[0]) or ():
             if full == module:
                 engines.add(module.split(".", 1)[0])
                 registered.append((module, cls))
+                archs.append((_arch, (module, cls)))
             elif module.startswith(full + "."):
                 # an entry naming the package (vLLM 0.33.0 `vllm.models.glm5next`) whose
                 # `__init__` re-exports the class of this submodule
@@ -113,9 +119,11 @@ class VllmEngine(Service):
                 if key is not None and key[0] == module:
                     engines.add(module.split(".", 1)[0])
                     registered.append(key)
+                    archs.append((_arch, key))
         for _arch, top, key, _name, _m, _line in self.registrations():
             if key and key[0] == module:
                 registered.append(key)
+                archs.append((_arch, key))
                 engines.add(top)
         ok = True
         if registered:
@@ -128,7 +136,21 @@ class VllmEngine(Service):
                 except Exception:
                     ok = True  # cannot tell: judge it
                     break
-        if not ok and not all(top and self.refuses_unsupported_models(top) for top in sorted(engines, key=str)):
+        elif self._registry_unread(module.split(".", 1)[0]):
+            memo[module] = Unresolved("engine-fact-unknown", f"`{module.split('.', 1)[0]}` builds a model registry "
+                                      "(`_ModelRegistry`/`_LazyRegisteredModel`) whose entries are not read: whether "
+                                      f"it lists `{module}`'s classes without `{F.PP_PROTOCOL}` cannot be told")
+            raise memo[module]
+        if not ok:
+            # a class built by name inside another model (`init_vllm_registered_model(...,
+            # architectures=[...])`) runs under pipeline parallelism whenever its host does
+            try:
+                ok = any(host != module and self.module_runs_under_pp(host)
+                         for host in self._hosts({a for a, key in archs if key in registered}))
+            except Unresolved as e:
+                memo[module] = e
+                raise
+        if not ok and not all(top and self._refuses(top) for top in sorted(engines, key=str)):
             # the registered model lacks the protocol, but that the engine then refuses it is not
             # in the tree: neither judged as a PP model nor passed as one that never runs under PP
             memo[module] = Unresolved("engine-fact-unknown", f"`{module}`'s registered classes do not list "
@@ -137,6 +159,77 @@ class VllmEngine(Service):
             raise memo[module]
         memo[module] = ok
         return ok
+
+    def _refuses(self, top: str) -> bool:
+        """:meth:`refuses_unsupported_models` of ``top``, or of the one engine whose registry
+        ``top``'s own registry module imports from (a plugin such as vllm-omni 0.30.0 builds its
+        ``OmniModelRegistry`` from vLLM's ``_ModelRegistry``, which vLLM's ``ModelConfig`` asks
+        ``is_pp_supported_model``)."""
+        if self.refuses_unsupported_models(top):
+            return True
+        engines = set()
+        for fac in self.r.settings.factories:
+            summary = self.r.src.summary(fac.bound(top).registry_module)
+            for target, _name, level in (summary or {}).get("imports", {}).values():
+                other = (target or "").split(".", 1)[0]
+                if level == 0 and other and other != top and self.r.model_registry(other):
+                    engines.add(other)
+        return len(engines) == 1 and self.refuses_unsupported_models(engines.pop())
+
+    def _registry_unread(self, top: str) -> bool:
+        """Whether package ``top`` builds a registry of an engine's classes (a call of
+        ``_ModelRegistry`` or ``_LazyRegisteredModel`` imported from another package that has a
+        model registry: vLLM's) while no entry of its own registry tables is read
+        (:meth:`Resolver.model_registry`): its entries come from code this tool does not evaluate.
+        SGLang's own ``_ModelRegistry`` class is not an engine's import."""
+        names = ("_ModelRegistry", "_LazyRegisteredModel")
+        if self.r.model_registry(top):
+            return False
+        for _module, tree, _lines in self.m.reader.package_trees(top, *(n.encode() + b"(" for n in names)):
+            imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                        and node.level == 0 and (node.module or "").split(".", 1)[0] not in ("", top)
+                        and self.r.model_registry(node.module.split(".", 1)[0]) for a in node.names if a.name in names}
+            if any(isinstance(node, ast.Call) and _last_name(node.func) in imported for node in ast.walk(tree)):
+                return True
+        return False
+
+    def _hosts(self, archs: set) -> list:
+        """The modules whose code builds one of the architectures ``archs`` by name: a call of a
+        registry factory (``init_vllm_registered_model``, settings' ``factories``) whose
+        architectures argument holds one of them, as a string literal or a name or attribute
+        assigned a string literal in the same file (vllm-omni 0.30.0's audex_omni.py
+        ``architectures=[self._LM_ARCHITECTURE]``).  An argument read from the model's config
+        names no host here.  Files of the analysed tree (:meth:`TreeReader.tree_files`)."""
+        import fnmatch
+
+        if not archs:
+            return []
+        facs = {(f.name, f.keyword) for f in self.r.settings.factories}
+        needles = tuple(dict.fromkeys(n.rsplit("*", 1)[-1].encode() + b"(" for n, _k in facs))
+        memo = self._memo.setdefault("factory-calls", {})
+        key = (self.m.reader.scan_dirs(), needles)  # the files read depend on what this file imports
+        if key not in memo:
+            calls = []  # (module, architecture names)
+            for _path, mod, tree, _lines in self.m.reader.tree_files(*needles) or ():
+                consts: dict = {}
+                for node in ast.walk(tree):
+                    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                        for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                            name = _last_name(t)
+                            if name and node.value is not None:
+                                consts.setdefault(name, set()).update(_strings(node.value))
+                for node in ast.walk(tree):
+                    if isinstance(node, ast.Call) and any(fnmatch.fnmatchcase(_last_name(node.func) or "", n)
+                                                          for n, _k in facs):
+                        for kw in node.keywords:
+                            if any(kw.arg == k for _n, k in facs):
+                                names = set(_strings(kw.value))
+                                for sub in ast.walk(kw.value):
+                                    if isinstance(sub, (ast.Name, ast.Attribute)):
+                                        names |= consts.get(_last_name(sub), set())
+                                calls.append((mod, names))
+            memo[key] = calls
+        return sorted({mod for mod, names in memo[key] if names & archs})
 
     def refuses_unsupported_models(self, top: str) -> bool:
         """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
@@ -264,19 +357,6 @@ class VllmEngine(Service):
             got = self.r.registrations(sorted(sources.items(), key=lambda kv: kv[0]))
             self.ctx.shared[key] = got
         return got
-
-
-def _raise_without_ids(tree) -> int | None:
-    """The line of the first ``raise`` that ends the block of an ``if`` whose test holds a
-    comparison ``input_ids is None`` (see :meth:`VllmEngine.raw_token_models`); ``None`` when
-    there is none."""
-    for n in ast.walk(tree):
-        if isinstance(n, ast.If) and n.body and isinstance(n.body[-1], ast.Raise) and any(
-                isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == "input_ids"
-                and isinstance(c.ops[0], ast.Is) and isinstance(c.comparators[0], ast.Constant)
-                and c.comparators[0].value is None for c in ast.walk(n.test)):
-            return n.body[-1].lineno
-    return None
 
     # -- the platform a plugin brings ---------------------------------------------------------
     def plugin_platforms(self) -> list:
@@ -429,3 +509,27 @@ def _raise_without_ids(tree) -> int | None:
                 return enum not in names
             return None
         return None
+
+def _raise_without_ids(tree) -> int | None:
+    """The line of the first ``raise`` that ends the block of an ``if`` whose test holds a
+    comparison ``input_ids is None`` (see :meth:`VllmEngine.raw_token_models`); ``None`` when
+    there is none."""
+    for n in ast.walk(tree):
+        if isinstance(n, ast.If) and n.body and isinstance(n.body[-1], ast.Raise) and any(
+                isinstance(c, ast.Compare) and isinstance(c.left, ast.Name) and c.left.id == "input_ids"
+                and isinstance(c.ops[0], ast.Is) and isinstance(c.comparators[0], ast.Constant)
+                and c.comparators[0].value is None for c in ast.walk(n.test)):
+            return n.body[-1].lineno
+    return None
+
+
+def _last_name(node) -> str | None:
+    """The last name of a ``Name`` or ``Attribute`` node (``self.a.b`` -> ``b``), else ``None``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _strings(node) -> list:
+    """The string literals inside expression ``node``."""
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]

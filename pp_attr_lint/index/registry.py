@@ -18,6 +18,11 @@ def registry_entries(summary: dict | None, package: str, tables: str = "*") -> l
     """``[(table, arch, module, class)]`` of the registry tables of ``summary`` (an index summary,
     or ``None``: no entries) whose name matches the glob ``tables``, in the file's order.
 
+    An entry of more than two strings names its module by all but the last, joined with dots
+    (vllm-omni 0.30.0's ``("qwen3_omni", "qwen3_omni_code2wav", "Qwen3OmniMoeCode2Wav")``, turned
+    into ``f"vllm_omni.model_executor.models.{mod_folder}.{mod_relname}"`` in its registry.py); a
+    reader that needs the class to exist resolves it (:meth:`Resolver.resolve_class`).
+
     ``module`` is absolute: an entry that starts with the top-level name of ``package`` and a dot
     is taken as it is, any other is relative to ``package`` (``"llama"`` with ``package``
     ``vllm.model_executor.models`` -> ``vllm.model_executor.models.llama``)."""
@@ -28,6 +33,7 @@ def registry_entries(summary: dict | None, package: str, tables: str = "*") -> l
     for tname, entries in summary.get("tables", {}).items():
         if not fnmatch.fnmatchcase(tname, tables):
             continue
-        for arch, (mod, cls) in entries.items():
+        for arch, (*parts, cls) in entries.items():
+            mod = ".".join(parts)
             out.append((tname, arch, mod if mod.startswith(top) else f"{package}.{mod}", cls))
     return out

@@ -7,8 +7,9 @@ with :mod:`marshal`.  It holds everything the resolver needs from a file and not
   ``c -> ("a.b", None, 0)``; ``import a.b`` binds ``a -> ("a", None, 0)``; ``from .x import Y as Z``
   gives ``Z -> ("x", "Y", 1)``.
 * ``aliases``: module-level ``X = some.dotted.Name`` (a class alias).
-* ``tables``: module-level dict literals whose values are 2-tuples of strings (vLLM's registry
-  tables ``{"Arch": ("module", "Class")}``).
+* ``tables``: module-level dict literals whose values are tuples of two or more strings (vLLM's
+  registry tables ``{"Arch": ("module", "Class")}``; vllm-omni 0.30.0's ``_OMNI_MODELS``
+  ``{"Arch": ("folder", "module", "Class")}``).
 * ``registrations``: ``RECEIVER.register_model("Arch", target)`` calls anywhere in the file (an
   out-of-tree plugin's ``ModelRegistry.register_model``), as ``(receiver, arch, kind, target,
   line, imports)``: ``kind`` ``"str"`` with ``target`` ``"module:Class"``, or ``"ref"`` with the
@@ -239,10 +240,10 @@ class _Summarizer:
                             isinstance(k, ast.Constant)
                             and isinstance(k.value, str)
                             and isinstance(v, ast.Tuple)
-                            and len(v.elts) == 2
+                            and len(v.elts) >= 2
                             and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in v.elts)
                         ):
-                            table[k.value] = (v.elts[0].value, v.elts[1].value)  # type: ignore[union-attr]
+                            table[k.value] = tuple(e.value for e in v.elts)  # type: ignore[union-attr]
                     if table:
                         s["tables"][name] = table
         elif isinstance(stmt, (ast.If, ast.Try)) or (hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)):

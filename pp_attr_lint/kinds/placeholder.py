@@ -13,6 +13,14 @@ NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
 REGISTER_NEEDLE = f".{F.REGISTER_METHOD}("
 
 
+def collect_facts(tree, lines):
+    """The shared collector (:func:`pp_attr_lint.semantic.values.collect`), imported when a file is
+    parsed; also run for a rule that names it in ``uses_facts`` (PPA405)."""
+    from ..semantic.values import collect
+
+    return collect(tree, lines)
+
+
 class PlaceholderRule:
     """Mixin of the placeholder rules: one shared collector (:func:`pp_attr_lint.semantic.values.collect`;
     pass ``facts_key=FACTS_KEY`` to the rule's constructor) and the walk over the recorded uses of
@@ -21,9 +29,7 @@ class PlaceholderRule:
     kinds: tuple[str, ...] = ()  # the use kinds of collect() that the rule judges
 
     def collect(self, tree, lines):
-        from ..semantic.values import collect
-
-        return collect(tree, lines)
+        return collect_facts(tree, lines)
 
     def check(self, ctx):
         from ..semantic.model import RankFacts
@@ -73,10 +79,16 @@ class PlaceholderRule:
         ...)``) through ``chain`` whose receiver leads into code the run does not have (``why``:
         ``(reason, detail, path)``, e.g. a plugin checked without vLLM installed), or ``None`` when
         ``why`` is ``None``."""
-        if why is None:
-            return None
-        from ..model import NotJudged
+        return read_not_judged(self.code, ctx, why, chain, pos)
 
-        reason, detail, dep = why
-        return NotJudged(code=self.code, reason=reason, path=ctx.file.path, row=pos[0], column=pos[1] + 1,
-                         detail=f"`{'.'.join(chain)}`: {detail}", dep_path=dep)
+
+def read_not_judged(code: str, ctx, why, chain, pos):
+    """:meth:`PlaceholderKind.not_judged` for rule ``code``, for rules that are not a placeholder
+    kind (PPA405)."""
+    if why is None:
+        return None
+    from ..model import NotJudged
+
+    reason, detail, dep = why
+    return NotJudged(code=code, reason=reason, path=ctx.file.path, row=pos[0], column=pos[1] + 1,
+                     detail=f"`{'.'.join(chain)}`: {detail}", dep_path=dep)

@@ -1,22 +1,23 @@
-"""PPA405 config-layer-id-index: ``self.layers[layer_id].attr`` where ``self.layers`` comes from
-``make_layers`` and ``layer_id`` walks a list of global layer ids from the model config
-(``for layer_id in config.engram_layer_ids``): every rank that lacks one of those layers reads the
-attribute on a ``PPMissingLayer`` (see README.md)."""
+"""PPA405 config-layer-id-index: ``self.layers[i].attr`` (or ``self.model.layers[i].attr``) where the
+list comes from ``make_layers`` and ``i`` walks a list of global layer ids of the model config
+(``for i in config.engram_layer_ids``) or, in ``load_weights``, is parsed from a checkpoint name
+(``int(name.split(".")[2])``): a rank that lacks such a layer reads a ``PPMissingLayer`` (README.md)."""
 
 from __future__ import annotations
 
 import re
 
+from pp_attr_lint.kinds.placeholder import FACTS_KEY, collect_facts, read_not_judged
 from pp_attr_lint.rule_api import Rule, module_classes
 from pp_attr_lint.rule_api import fast_walk as _fast_walk
 
-# the range attributes a make_layers tuple assigns besides the list (vLLM: start, end, list;
-# SGLang: list, start, end)
+# the range attributes a make_layers tuple assigns besides the list (vLLM: start, end, list)
 _RANGE = frozenset({"start_layer", "end_layer"})
 # words that, in a test around the read or in the loop, mean the code decides on what this rank
 # owns (the read is then left alone: precision over recall)
 _GUARD_WORDS = ("start_layer", "end_layer", "PPMissingLayer", "isinstance", "hasattr", "getattr", "is_first_rank",
                 "is_last_rank", "pp_group", "get_pp_group", "pp_missing", "except")
+_mentions_guard = re.compile("|".join(_GUARD_WORDS)).search
 # calls that keep the elements of their (first) iterable
 _PASS_THROUGH = frozenset({"sorted", "list", "set", "tuple", "reversed", "frozenset"})
 
@@ -25,12 +26,14 @@ _PASS_THROUGH = frozenset({"sorted", "list", "set", "tuple", "reversed", "frozen
 # count (`num_hidden_layers`, `n_layer`) or a norm's epsilon (`layer_norm_eps`): what the prefilter
 # and the loop sources agree on
 _CONFIG_LAYERS = re.compile(rb"config\.(?!num_|n_|layer_norm)[A-Za-z_]*layer")
+_LONG = re.compile(rb"self(?:\.\w+){2,}\[")  # `self.model.layers[`: a list of another object
 
 
 def _ast():
     import ast
 
     return ast
+
 
 def _chain(node) -> list | None:
     """``["self", "config", "x"]`` for ``self.config.x``; ``None`` for other expressions."""
@@ -77,28 +80,29 @@ def _bind(target, it, env: dict) -> None:
         env[target.id] = src
 
 
-def _mentions_guard(text: str) -> bool:
-    return any(w in text for w in _GUARD_WORDS)
+# a global layer id read from a checkpoint weight's name (`model.layers.7.mlp.up_proj.weight`)
+_PARSED_ID = re.compile(r"int\(\w+\.split\('[^']*'\)\[\d+\]\)")
 
 
 class _Reads:
-    """Finds ``self.<list>[v].attr`` with ``v`` a config-list loop name in one method."""
+    """Finds ``self.<list>[v].attr`` (or ``self.a.<list>[v].attr``) with ``v`` a config-list loop
+    name, or in ``load_weights`` a name assigned a parsed checkpoint id, in method ``fn``."""
 
-    def __init__(self, lists: frozenset, lines, source):
-        self.lists, self.lines, self.source, self.out = lists, lines, source, []
-        self.binder: dict[str, object] = {}  # loop name -> the `for` statement that binds it
+    def __init__(self, lists: frozenset, lines, source, fn):
+        self.lists, self.lines, self.source, self.out, self.fn = lists, lines, source, [], fn
+        self.parsed = "load_weights" in fn.name
+        self.binder: dict[str, object] = {}  # name -> the `for` statement (or method) that binds it
         self.current = None  # the simple statement whose expressions are walked
         self.conditional = 0  # inside an operand that may not be evaluated
 
     def fix_at(self, var: str):
-        """``[row, col, indent]`` where a skip of the ids this rank does not own can go (the first
-        statement of the ``for`` loop that binds ``var``), when that changes nothing on a rank
-        where the read works: the read is in a plain statement of the loop's own body, evaluated
-        whenever that statement runs, and only plain statements (no branch, loop or exit) come
-        before it; ``None`` otherwise."""
+        """``[row, col, indent]`` of the first statement of the ``for`` loop that binds ``var``,
+        where a skip of the ids this rank does not own changes nothing on a rank where the read
+        works (the read is in a plain statement of the loop's body, evaluated whenever it runs,
+        after plain statements only); ``None`` otherwise."""
         ast = _ast()
         loop = self.binder.get(var)
-        if loop is None or self.conditional or loop.orelse or self.current not in loop.body:
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or self.conditional or loop.orelse or self.current not in loop.body:
             return None
         first = loop.body[0]
         if first.lineno == loop.lineno:
@@ -112,6 +116,13 @@ class _Reads:
 
     def text(self, node) -> str:
         return self.source(node) or ""
+
+    def guarded_before(self, var: str, read) -> bool:
+        """Whether code from what binds ``var`` up to ``read`` names a test of what this rank owns
+        (code after the read cannot keep it from raising on the first id another rank owns)."""
+        at, lines = self.binder.get(var), self.lines.lines
+        tail = lines[read.lineno - 1].encode()[:read.col_offset].decode(errors="ignore")
+        return at is not None and bool(_mentions_guard("".join(lines[at.lineno - 1:read.lineno - 1]) + tail))
 
     def stmts(self, body, env) -> None:
         ast = _ast()
@@ -130,8 +141,6 @@ class _Reads:
                 self.expr(st.iter, env)
                 inner = dict(env)
                 _bind(st.target, st.iter, inner)
-                if inner != env and _mentions_guard(self.text(st)):
-                    inner = env  # the loop decides on what this rank owns somewhere
                 saved = dict(self.binder)
                 self.binder.update({k: st for k in inner if inner[k] is not env.get(k)})
                 self.stmts(st.body, inner)
@@ -139,17 +148,20 @@ class _Reads:
                 self.stmts(st.orelse, env)
                 continue
             if isinstance(st, (ast.While, ast.With, ast.AsyncWith)):
-                for child in ast.iter_child_nodes(st):
-                    if isinstance(child, ast.expr):
-                        self.expr(child, env)
+                for c in (c for c in ast.iter_child_nodes(st) if isinstance(c, ast.expr)):
+                    self.expr(c, env)
                 self.stmts(st.body, env)
                 self.stmts(getattr(st, "orelse", []), env)
                 continue
             self.current = st
-            for child in ast.iter_child_nodes(st):
-                if isinstance(child, ast.expr):
-                    self.expr(child, env)
+            for c in (c for c in ast.iter_child_nodes(st) if isinstance(c, ast.expr)):
+                self.expr(c, env)
             self.current = None
+            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+                name = st.targets[0].id
+                env.pop(name, None)  # bound again
+                if self.parsed and _PARSED_ID.fullmatch(ast.unparse(st.value)):
+                    env[name], self.binder[name] = ast.unparse(st.value), self.fn
 
     def expr(self, node, env) -> None:
         ast = _ast()
@@ -172,9 +184,10 @@ class _Reads:
         if env and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Subscript):
             sub = node.value
             base = _chain(sub.value)
-            if base and len(base) == 2 and base[0] == "self" and base[1] in self.lists \
-                    and isinstance(sub.slice, ast.Name) and sub.slice.id in env:
-                self.out.append((base[1], sub.slice.id, env[sub.slice.id], node.attr, node.lineno,
+            if base and base[0] == "self" and (len(base) > 2 or len(base) == 2 and base[1] in self.lists) \
+                    and isinstance(sub.slice, ast.Name) and sub.slice.id in env \
+                    and not self.guarded_before(sub.slice.id, node):
+                self.out.append((base, sub.slice.id, env[sub.slice.id], node.attr, node.lineno,
                                  self.lines.col(node.lineno, node.col_offset), node.end_lineno,
                                  self.lines.col(node.end_lineno, node.end_col_offset), self.fix_at(sub.slice.id)))
         for k, child in enumerate(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):
@@ -185,8 +198,9 @@ class _Reads:
 
 
 def _collect(tree, lines) -> list:
-    """``[[class, method, list attr, loop name, config list, attr, line, col, end_line, end_col,
-    fix]]`` (``fix``: :meth:`_Reads.fix_at`)."""
+    """``[[class, method, def line, list chain, name, id source, attr, line, col, end_line,
+    end_col, fix]]`` (``fix``: :meth:`_Reads.fix_at`); a chain of more than two names is a list of
+    another object, told at check time."""
     ast = _ast()
     out = []
 
@@ -208,25 +222,25 @@ def _collect(tree, lines) -> list:
                             rest = [n for n in names if n not in _RANGE]
                             if len(names) == len(t.elts) == 3 and len(rest) == 1 and set(names) - set(rest) == _RANGE:
                                 lists.add(rest[0])
-        if not lists:
-            continue
         for m in methods:
             body = source(m)
-            if not any(f"self.{a}[" in body for a in lists) or "config" not in body:
+            if not any(f"self.{a}[" in body for a in lists) and not _LONG.search(body.encode()):
                 continue
-            r = _Reads(frozenset(lists), lines, source)
+            if "config" not in body and not ("load_weights" in m.name and ".split(" in body):
+                continue
+            r = _Reads(frozenset(lists), lines, source, m)
             r.stmts(m.body, {})
-            out += [[cls.name, m.name, *rec] for rec in r.out]
+            out += [[cls.name, m.name, m.lineno, *rec] for rec in r.out]
     return out
 
 
 class ConfigLayerIdIndex(Rule):
     def prefilter(self, data: bytes) -> bool:
-        return b"make_layers" in data and _CONFIG_LAYERS.search(data) is not None
+        return (b"make_layers" in data or _LONG.search(data) is not None) \
+            and (_CONFIG_LAYERS.search(data) is not None or b".split(" in data)
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
-        if "make_layers" not in text or _CONFIG_LAYERS.search(text.encode()) is None:
+        if not self.prefilter("".join(lines.lines).encode()):
             return None
         return _collect(tree, lines) or None
 
@@ -236,32 +250,40 @@ class ConfigLayerIdIndex(Rule):
             return []
         from pp_attr_lint.semantic.model import RankFacts
 
-        rf = RankFacts.of(ctx)
-        out = []
-        fixed = set()  # one skip per loop: the loop's other reads are fixed by the same edit
-        for cls, method, lst, var, src, attr, line, col, end_line, end_col, at in facts:
-            fix = None
+        rf, out, fixed = RankFacts.of(ctx), [], set()  # fixed: one skip per loop fixes its other reads
+        for cls, method, fline, chain, var, src, attr, line, col, end_line, end_col, at in facts:
+            recv, lst, how = ".".join(chain[:-1]), chain[-1], f"`self.{chain[-1]}` is assigned from `make_layers` in `{cls}`"
+            if len(chain) > 2:  # a list of another object: the semantic model tells whose
+                owners, how = rf.list_owners(tuple(chain), cls, fline)
+                if not owners:
+                    out += [n for n in [read_not_judged(self.code, ctx, rf.owner_failure, chain, (line, col))] if n]
+                    continue
+                if not how.startswith("`") or rf.conditional_list_note(owners, lst) is not None:
+                    at = None  # the range attributes of the owner are not established: help text only
+            fix, rng = None, f"{recv}.start_layer <= {var} < {recv}.end_layer"
             if at is not None and (at[0], at[1]) not in fixed:
                 fixed.add((at[0], at[1]))
                 unit = "\t" if "\t" in at[2] else "    "
                 fix = self.make_fix("safe", f"Skip the ids this rank does not own (`{var}` outside "
-                                            f"`[self.start_layer, self.end_layer)`)",
-                                    [self.replace((at[0], at[1], at[0], at[1]),
-                                                  f"if not self.start_layer <= {var} < self.end_layer:\n{at[2]}{unit}"
+                                            f"`[{recv}.start_layer, {recv}.end_layer)`)",
+                                    [self.replace((at[0], at[1], at[0], at[1]), f"if not {rng}:\n{at[2]}{unit}"
                                                   f"continue  # another pipeline-parallel rank owns this layer\n{at[2]}")])
-            message = (f"`self.{lst}[{var}].{attr}` in `{cls}.{method}`: `{var}` walks `{src}`, global layer ids, "
-                       f"but `self.{lst}` comes from `make_layers`, whose slots outside "
-                       f"`[start_layer, end_layer)` hold `PPMissingLayer`: AttributeError `{attr}` on every "
-                       f"pipeline-parallel rank that lacks one of those layers.")
-            explanation = [f"`self.{lst}` is assigned from `make_layers` in `{cls}`: this rank's layers only",
-                           f"`{var}` takes every id of `{src}`, with no test of `start_layer` / `end_layer` or "
-                           f"`isinstance(..., PPMissingLayer)` on the way to the read",
-                           "fails on any rank of a pipeline of size >= 2 that does not own one of the listed "
-                           "layers (rank 0 for a late one, the last rank for an early one)"]
+            parsed = src.startswith("int(")
+            what = f"is `{src}`, a global layer id read from a checkpoint weight's name" if parsed else \
+                f"walks `{src}`, global layer ids"
+            ids = "that layer" if parsed else "one of those layers"
+            message = (f"`{recv}.{lst}[{var}].{attr}` in `{cls}.{method}`: `{var}` {what}, but "
+                       f"`{recv}.{lst}` comes from `make_layers`, whose slots outside `[start_layer, end_layer)` hold "
+                       f"`PPMissingLayer`: AttributeError `{attr}` on every pipeline-parallel rank that lacks {ids}.")
+            explanation = [f"{how}: this rank's layers only", f"`{var}` takes every id of `{src}`"
+                           + (" (every rank reads every checkpoint weight)" if parsed else "") + ", with no test of "
+                           "`start_layer` / `end_layer` or `isinstance(..., PPMissingLayer)` on the way to the read",
+                           "fails on any rank of a pipeline of size >= 2 that does not own " + (ids if parsed else
+                           "one of the listed layers (rank 0 for a late one, the last rank for an early one)")]
             out += rf.unless_refused(self.code, cls, [self.finding(
                 ctx, line, col, end_line, end_col, message, explanation, fix=fix,
-                help=f"Skip the ids this rank does not own: `if not self.start_layer <= {var} < self.end_layer: "
-                     f"continue` (or filter `{src}` to that range)",
+                help=f"Skip the ids this rank does not own: `if not {rng}: continue`"
+                     + ("" if parsed else f" (or filter `{src}` to that range)"),
                 witness={"ranks": f"every pipeline-parallel rank that does not own a layer of `{src}`",
                          "config": {}})])
         return out
@@ -272,5 +294,6 @@ RULE = ConfigLayerIdIndex(
     name="config-layer-id-index",
     summary="a global layer id from a config list indexes a make_layers list",
     fix_applicability="safe",
-    version=2,
+    version=3,
+    uses_facts=((FACTS_KEY, collect_facts, 1),),
 )
