@@ -522,8 +522,10 @@ def test_a_renamed_copy_lists_a_skipped_init_it_cannot_follow(tmp_path):
         out, got = _check_copy(tmp_path / pkg, pkg, {f"{pkg}/models/decoder.py": base,
                                                      f"{pkg}/models/eagle.py": eagle.format(pkg=imported)})
         if pkg == "copied":
-            assert got == {("PPA301", True)}, out
-            assert "module-not-found" in out[0]["message"] and "EagleModel.__init__" in out[0]["message"]
+            # PPA409 cannot compare the override with a parent it cannot read either, and says so
+            assert got == {("PPA301", True), ("PPA409", True)}, out
+            ppa301 = next(f for f in out if f.get("rule") == "PPA301")
+            assert "module-not-found" in ppa301["message"] and "EagleModel.__init__" in ppa301["message"]
         else:
             assert got == {("PPA301", False)}, out
 
