@@ -249,9 +249,10 @@ def run_rules(args) -> int:
                                "fix": r.fix_applicability, "source": r.source, "default": r.default,
                                "enabled": r.code in enabled} for r in rules], indent=2))
         else:
+            width = max((len(r.name) for r in rules), default=0)
             for r in rules:
                 note = "" if r.code in enabled else "  (off: select it by its code)"
-                print(f"{r.code}  {r.name:<28} {'[*]' if r.fix_applicability else '   '} {r.summary}{note}")
+                print(f"{r.code}  {r.name:<{width}} {'[*]' if r.fix_applicability else '   '} {r.summary}{note}")
         return EXIT_CLEAN
     for r in rules:
         if r.code == args.code.upper():
