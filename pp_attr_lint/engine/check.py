@@ -327,6 +327,11 @@ def _analyze_group(project: Project, states: list, rules, explicit,
             checked.append(st)
     resolver = Resolver(project, settings)
     shared: dict = {}
+    from ..rule_registry import builtin_rule
+    from ..semantic.mask import LOADER_RULES, apply_masks
+
+    # the rules whose failures mask later lines, run whether or not they are selected
+    loader_rules = [r for r in map(builtin_rule, LOADER_RULES) if r is not None]
 
     def check_file(st) -> tuple[list[Finding], list[NotJudged], list[Finding]]:
         """Every rule's findings and not-judged records for checked file ``st``, and the
@@ -362,9 +367,7 @@ def _analyze_group(project: Project, states: list, rules, explicit,
         if file_findings:
             # a finding that an earlier failure of the same model always precedes (any rule's,
             # selected or not) is listed as masked, not reported
-            from ..semantic.mask import apply_masks
-
-            file_findings, masked = apply_masks(ctx, file_findings)
+            file_findings, masked = apply_masks(ctx, file_findings, loader_rules)
             file_unjudged += masked
         if file_unjudged:
             file_unjudged = _drop_noqa(st.path, file_unjudged)

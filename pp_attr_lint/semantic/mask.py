@@ -129,18 +129,16 @@ class _Facts:
         return self._ctx.facts(code, module)
 
 
-def loader_failures(ctx, tree, lines, methods) -> list[Failure]:
-    """The :class:`Failure` records of the loader rules (:data:`LOADER_RULES`) in this file, run
-    whether or not they are selected, that name no configuration in their witness."""
+def loader_failures(ctx, tree, lines, methods, rules) -> list[Failure]:
+    """The :class:`Failure` records of the loader ``rules`` (the rule objects of
+    :data:`LOADER_RULES`, which the engine hands over) in this file, run whether or not they are
+    selected, that name no configuration in their witness."""
     from ..model import Finding
-    from ..rule_registry import builtin_rule
     from .model import RankFacts
 
     out = []
-    for code in LOADER_RULES:
-        rule = builtin_rule(code)
-        if rule is None:
-            continue
+    for rule in rules:
+        code = rule.code
         facts = ctx.facts(code)
         if facts is None:
             facts = rule.collect(tree, lines)
@@ -220,11 +218,12 @@ def _describe(steps) -> str:
     return " -> ".join(out)
 
 
-def apply_masks(ctx, findings: list) -> tuple[list, list]:
+def apply_masks(ctx, findings: list, loader_rules=()) -> tuple[list, list]:
     """``findings`` of the checked file ``ctx`` split into those reported and the
     :class:`~pp_attr_lint.model.NotJudged` records (reason ``masked-by``) of those masked; each
     finding also gets the engine's path to its line as its last ``= why:`` line, where known
-    (:func:`add_paths`)."""
+    (:func:`add_paths`).  ``loader_rules``: the rule objects of :data:`LOADER_RULES` (selected or
+    not), whose findings are the loader's failures."""
     from ..model import Finding, NotJudged
     from .model import RankFacts
 
@@ -240,7 +239,7 @@ def apply_masks(ctx, findings: list) -> tuple[list, list]:
     add_paths(rf, ctx.module, cands, methods)
     try:
         fails = construction_failures(rf, tree, lines, ctx.module)
-        fails += loader_failures(ctx, tree, lines, methods)
+        fails += loader_failures(ctx, tree, lines, methods, loader_rules)
         fails += serving_failures(rf, ctx.module)
     except Exception:  # noqa: BLE001  (nothing established: nothing masked)
         return findings, []
