@@ -69,8 +69,9 @@ class Rule:
     facts_key: str | None = None
     # ``(key, collect, version)`` of another collector whose facts the rule reads through the
     # semantic model (PPA405 asks it which lists come from make_layers): run whenever the rule is,
-    # so that its verdict does not depend on which other rules are enabled
-    uses_facts: tuple = ()
+    # so that its verdict does not depend on which other rules are enabled (out of the repr: a
+    # function's repr holds its address, and the run memo's key holds the rules' reprs)
+    uses_facts: tuple = field(default=(), repr=False, compare=False, hash=False)
 
     # True: the rule also wants the files that read one of its `attributes` on another object
     # (`x.end_layer`), besides those its own prefilter accepts (the test is shared between rules)
