@@ -190,11 +190,29 @@ class FileContext:
 def fast_walk(node):
     """The nodes under ``node`` (itself included) in :func:`ast.walk`'s order, without the context
     and operator leaves (:func:`pp_attr_lint.index.summary.walk`), for rules' analyses that look
-    for other nodes; imported on use, so that a warm run, which loads the rules, loads no analysis
-    code."""
+    for other nodes (an iterable: do not change it).  In a collector, a function the summarizer
+    walked is not walked again: its nodes come from the module's one walk
+    (:class:`pp_attr_lint.index.view.ModuleView`).  Imported on use, so that a warm run, which
+    loads the rules, loads no analysis code."""
+    from .index import view
+
+    v = view.active()
+    if v is not None:
+        got = v.cached(node)
+        if got is not None:
+            return got
     from .index.astutil import walk
 
     return walk(node)
+
+
+def module_view(tree):
+    """The :class:`~pp_attr_lint.index.view.ModuleView` of a parsed module (``tree``): in a
+    collector, the one the summary was made with (its classes, functions and their nodes, from one
+    walk); elsewhere a new one.  Raises nothing."""
+    from .index.view import module_view as _view
+
+    return _view(tree)
 
 
 def module_classes(tree):

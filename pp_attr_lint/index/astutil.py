@@ -137,3 +137,30 @@ def child_nodes(node: ast.AST) -> list:
             out.append(v)
     return out
 
+
+def levels(root: ast.AST) -> list[list]:
+    """The nodes under ``root`` (itself included) by depth: ``[[root], [its children], ...]``,
+    each level left to right; their concatenation is ``list(walk(root))``."""
+    table = _CHILD_FIELDS
+    out = []
+    level = [root]
+    while level:
+        out.append(level)
+        nxt: list = []
+        push, extend = nxt.append, nxt.extend
+        holes = False
+        for node in level:
+            fields = table[node.__class__]
+            if fields is None:
+                extend(child_nodes(node))
+                continue
+            for name, many in fields:
+                v = getattr(node, name, None)
+                if many:
+                    if v:
+                        extend(v)
+                        holes = holes or None in v  # `Dict.keys` of `**d`, `kw_defaults`
+                elif v is not None:
+                    push(v)
+        level = [x for x in nxt if x is not None] if holes else nxt
+    return out
