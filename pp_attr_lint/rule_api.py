@@ -218,17 +218,10 @@ def module_view(tree):
 def module_classes(tree):
     """The classes of a parsed module (``tree``, an ``ast.Module``): those at its top level and in
     its top-level ``if`` / ``try`` blocks (no walk of the whole tree), in source order.  Yields
-    ``ast.ClassDef`` nodes; raises nothing."""
-    import ast
+    ``ast.ClassDef`` nodes; raises nothing (:func:`pp_attr_lint.index.astutil.module_classes`)."""
+    from .index.astutil import module_classes as _classes
 
-    todo = list(tree.body)
-    while todo:
-        n = todo.pop(0)
-        if isinstance(n, ast.ClassDef):
-            yield n
-        elif isinstance(n, (ast.If, ast.Try)):
-            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
-            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+    return _classes(tree)
 
 
 def index_spec(rules, everything: bool = False) -> IndexSpec:

@@ -164,3 +164,17 @@ def levels(root: ast.AST) -> list[list]:
                     push(v)
         level = [x for x in nxt if x is not None] if holes else nxt
     return out
+
+
+def module_classes(tree: ast.Module):
+    """The classes of a parsed module (``tree``): those at its top level and in its top-level
+    ``if`` / ``try`` blocks (no walk of the whole tree), in source order.  Yields
+    ``ast.ClassDef`` nodes; raises nothing."""
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]

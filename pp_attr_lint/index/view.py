@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import ast
 
-from .astutil import child_nodes, levels, walk
+from .astutil import child_nodes, levels, module_classes, walk
 
 
 class ModuleView:
     """What one walk of a parsed module (``tree``) found, for the summarizer and the collectors.
 
     * :attr:`classes`: the module's classes (those at its top level and in its top-level ``if`` /
-      ``try`` blocks, :func:`pp_attr_lint.rule_api.module_classes`), in source order;
+      ``try`` blocks, :func:`pp_attr_lint.index.astutil.module_classes`), in source order;
     * :attr:`functions`: ``[(class name or None, function node)]`` of every function and method
       the summarizer recorded, in the order it recorded them;
     * :meth:`body` (the summarizer's order), :meth:`walk` (``walk``'s order) and :meth:`nodes`
@@ -40,8 +40,6 @@ class ModuleView:
     @property
     def classes(self) -> list:
         if self._classes is None:
-            from ..rule_api import module_classes
-
             self._classes = list(module_classes(self.tree))
         return self._classes
 
