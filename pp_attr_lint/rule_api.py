@@ -195,27 +195,38 @@ class FileContext:
 def fast_walk(node):
     """The nodes under ``node`` (itself included) in :func:`ast.walk`'s order, without the context
     and operator leaves (:func:`pp_attr_lint.index.summary.walk`), for rules' analyses that look
-    for other nodes; imported on use, so that a warm run, which loads the rules, loads no analysis
-    code."""
+    for other nodes (an iterable: do not change it).  In a collector, a function the summarizer
+    walked is not walked again: its nodes come from the module's one walk
+    (:class:`pp_attr_lint.index.view.ModuleView`).  Imported on use, so that a warm run, which
+    loads the rules, loads no analysis code."""
+    from .index import view
+
+    v = view.active()
+    if v is not None:
+        got = v.cached(node)
+        if got is not None:
+            return got
     from .index.astutil import walk
 
     return walk(node)
 
 
+def module_view(tree):
+    """The :class:`~pp_attr_lint.index.view.ModuleView` of a parsed module (``tree``): in a
+    collector, the one the summary was made with (its classes, functions and their nodes, from one
+    walk); elsewhere a new one.  Raises nothing."""
+    from .index.view import module_view as _view
+
+    return _view(tree)
+
+
 def module_classes(tree):
     """The classes of a parsed module (``tree``, an ``ast.Module``): those at its top level and in
     its top-level ``if`` / ``try`` blocks (no walk of the whole tree), in source order.  Yields
-    ``ast.ClassDef`` nodes; raises nothing."""
-    import ast
+    ``ast.ClassDef`` nodes; raises nothing (:func:`pp_attr_lint.index.astutil.module_classes`)."""
+    from .index.astutil import module_classes as _classes
 
-    todo = list(tree.body)
-    while todo:
-        n = todo.pop(0)
-        if isinstance(n, ast.ClassDef):
-            yield n
-        elif isinstance(n, (ast.If, ast.Try)):
-            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
-            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+    return _classes(tree)
 
 
 def index_spec(rules, everything: bool = False) -> IndexSpec:

@@ -137,3 +137,44 @@ def child_nodes(node: ast.AST) -> list:
             out.append(v)
     return out
 
+
+def levels(root: ast.AST) -> list[list]:
+    """The nodes under ``root`` (itself included) by depth: ``[[root], [its children], ...]``,
+    each level left to right; their concatenation is ``list(walk(root))``."""
+    table = _CHILD_FIELDS
+    out = []
+    level = [root]
+    while level:
+        out.append(level)
+        nxt: list = []
+        push, extend = nxt.append, nxt.extend
+        holes = False
+        for node in level:
+            fields = table[node.__class__]
+            if fields is None:
+                extend(child_nodes(node))
+                continue
+            for name, many in fields:
+                v = getattr(node, name, None)
+                if many:
+                    if v:
+                        extend(v)
+                        holes = holes or None in v  # `Dict.keys` of `**d`, `kw_defaults`
+                elif v is not None:
+                    push(v)
+        level = [x for x in nxt if x is not None] if holes else nxt
+    return out
+
+
+def module_classes(tree: ast.Module):
+    """The classes of a parsed module (``tree``): those at its top level and in its top-level
+    ``if`` / ``try`` blocks (no walk of the whole tree), in source order.  Yields
+    ``ast.ClassDef`` nodes; raises nothing."""
+    todo = list(tree.body)
+    while todo:
+        n = todo.pop(0)
+        if isinstance(n, ast.ClassDef):
+            yield n
+        elif isinstance(n, (ast.If, ast.Try)):
+            handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
+            todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]

@@ -45,12 +45,15 @@ they are converted here so that they match libcst and ruff's JSON).
 from __future__ import annotations
 
 import ast
+from itertools import chain as _iter_chain
 from typing import Any
 
 # child_nodes and statements_on_lines are imported here for the callers that still name this module
 from .astutil import child_nodes, dotted_name, ref_chain, statements_on_lines, walk  # noqa: F401
 from .spec import IndexSpec, LineIndex
+from .view import ModuleView, set_active
 
+_chain = _iter_chain.from_iterable
 UNKNOWN = ("unknown",)
 NONE = ("none",)
 
@@ -148,8 +151,9 @@ def _is_super_init(call: ast.Call) -> tuple | None:
 
 
 class _Summarizer:
-    def __init__(self, source: str, attrs: frozenset[str]):
+    def __init__(self, source: str, attrs: frozenset[str], view: ModuleView):
         self.attrs = attrs
+        self.view = view  # the module's one walk, which the collectors read after this
         self.lines = LineIndex(source)
         self._guarded: dict[tuple, set[int]] | None = {}
         self._guard_fn: ast.AST | None = None  # the function whose guards _guarded holds (computed lazily)
@@ -372,8 +376,9 @@ class _Summarizer:
         self._rets: list[ast.Return] = []
         self._nested: list[ast.AST] = []
         self._vars_params: list[str] = []
-        for stmt in fn.body:
-            self._walk_fn(stmt, scope, cls, fn.name)
+        view = self.view
+        for lv in view.body(fn, cls):
+            self._walk_fn(lv, scope, cls, fn.name)
         if any(p in scope["locals"] for p in self._vars_params):
             scope["dynamic"] = True  # `vars(config)` after `config = self`
         # what it returns (for `self.x = self.build(...)` and `x = make(...)`): the value of each
@@ -385,15 +390,17 @@ class _Summarizer:
         scope["returns"] = [d for r in rets for d in (value_descriptors(r.value) if r.value else [NONE])]
         scope["return_ann"] = annotation_name(fn.returns)
         if fn.name == "__new__" and cls is not None:
-            scope["new_benign"] = _new_is_benign(fn, self.attrs)
+            scope["new_benign"] = _new_is_benign(fn, self.attrs, view.walk(fn))
         if fn.name == "__getattr__" and cls is not None and _raises_attribute_error_only(fn):
             scope["raises_only"] = True  # answers no name: adds no attribute
         return scope
 
-    def _walk_fn(self, node: ast.AST, scope: dict, cls: str | None, fname: str) -> None:
+    def _walk_fn(self, lv: list, scope: dict, cls: str | None, fname: str) -> None:
+        """Record what the nodes of one statement of a function (``lv``: its nodes by depth, whose
+        concatenation is :func:`walk`'s order) bind, store, call and read in ``scope``."""
         self_name = scope["self"]
         attrs = self.attrs
-        for sub in walk(node):
+        for sub in _chain(lv):
             t = type(sub)
             if t is ast.Attribute:
                 if sub.attr in attrs:  # type: ignore[attr-defined]
@@ -519,7 +526,8 @@ class _Summarizer:
         chain = ref_chain(recv)
         # attributes `a` for which this read runs only under `hasattr(recv, "a")`
         if self._guarded is None:
-            self._guarded = _hasattr_guarded(self._guard_fn) if self._guard_fn is not None else {}
+            fn = self._guard_fn
+            self._guarded = _hasattr_guarded(fn, self.view.walk(fn)) if fn is not None else {}
         guards = sorted({a for (c, a), ids in self._guarded.items()
                          if (c == chain or (c, a) == ANY_GUARD) and id(node) in ids})
         end_line = getattr(node, "end_lineno", node.lineno)  # type: ignore[attr-defined]
@@ -599,10 +607,11 @@ def _catches_attribute_error(t: ast.AST | None) -> bool:
     return name is not None and name.rsplit(".", 1)[-1] in ("AttributeError", "Exception", "BaseException")
 
 
-def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
+def _hasattr_guarded(fn: ast.AST, nodes: list | None = None) -> dict[tuple, set[int]]:
     """Nodes that run only when ``hasattr(R, "a")`` was true: the operands after it in an ``and``,
     and the body of an ``if``/``while``/conditional expression whose test is that call or an
-    ``and`` holding it.  Keyed by ``(receiver chain, attribute)``; a negated guard guards nothing."""
+    ``and`` holding it.  Keyed by ``(receiver chain, attribute)``; a negated guard guards nothing.
+    ``nodes``: ``walk(fn)`` as a list when the caller has it."""
     guarded: dict[tuple, set[int]] = {}
 
     def mark(key: tuple, nodes) -> None:
@@ -629,7 +638,7 @@ def _hasattr_guarded(fn: ast.AST) -> dict[tuple, set[int]]:
             return [k for v in test.values if (k := key_of(v)) is not None]
         return []
 
-    for node in walk(fn):
+    for node in walk(fn) if nodes is None else nodes:
         for body in (getattr(node, "body", None), getattr(node, "orelse", None), getattr(node, "finalbody", None)):
             if not isinstance(body, list):
                 continue
@@ -708,19 +717,19 @@ def _is_super_new(v: ast.AST | None) -> bool:
         isinstance(target, ast.Name) and target.id == "object")
 
 
-def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[str]) -> bool:
+def _new_is_benign(fn: ast.FunctionDef | ast.AsyncFunctionDef, attrs: frozenset[str], nodes: list) -> bool:
     """Whether a ``__new__`` only builds the instance the normal way: it returns what
     ``super().__new__(cls)`` gave, stores none of the watched attributes, uses no ``setattr``,
     ``exec``, ``vars`` or ``__dict__``, and hands the instance only to methods of ``cls``.
     (vLLM's ``SupportsQuant.__new__`` attaches ``quant_config`` this way,
-    vllm/model_executor/models/interfaces.py.)"""
+    vllm/model_executor/models/interfaces.py.)  ``nodes``: ``walk(fn)`` as a list."""
     cls_name = (fn.args.posonlyargs + fn.args.args)[0].arg if (fn.args.posonlyargs + fn.args.args) else "cls"
     instances = {
-        t.id for sub in walk(fn) if isinstance(sub, ast.Assign) and _is_super_new(sub.value)
+        t.id for sub in nodes if isinstance(sub, ast.Assign) and _is_super_new(sub.value)
         for t in sub.targets if isinstance(t, ast.Name)
     }
     returns = 0
-    for sub in walk(fn):
+    for sub in nodes:
         if isinstance(sub, ast.Return):
             returns += 1
             v = sub.value
@@ -842,13 +851,19 @@ def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknow
         tree = ast.parse(source, filename=filename)
     except ValueError as e:  # source code string cannot contain null bytes
         raise SyntaxError(str(e)) from None
-    summarizer = _Summarizer(source, spec.attrs)
+    view = ModuleView(tree)
+    summarizer = _Summarizer(source, spec.attrs, view)
     summary = summarizer.run(tree)
     facts = {}
-    for code, collect in spec.collectors:
-        got = collect(tree, summarizer.lines)
-        if got is not None:
-            facts[code] = got
+    # the collectors' walks of the functions the summarizer walked read its nodes (see .view)
+    old = set_active(view)
+    try:
+        for code, collect in spec.collectors:
+            got = collect(tree, summarizer.lines)
+            if got is not None:
+                facts[code] = got
+    finally:
+        set_active(old)
     summary["facts"] = facts
     summary["registrations"] = _registrations(tree) if "register_model" in source else []
     return summary

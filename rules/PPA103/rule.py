@@ -49,8 +49,21 @@ _ALIAS = re.compile(rb"^[ \t]*(\w+)[ \t]*=[ \t]*[\w.]+\.layers[ \t]*(?:#[^\n]*)?
 
 
 def _alias_looped(data: bytes) -> bool:
-    """Whether ``data`` aliases a ``.layers`` list in a local and loops over it or its length."""
-    for m in _ALIAS.finditer(data):
+    """Whether ``data`` aliases a ``.layers`` list in a local and loops over it or its length.
+    Only the lines that hold ``.layers`` can alias one, so only those are matched."""
+    seen = -1
+    i = data.find(b".layers")
+    while i >= 0:
+        start = data.rfind(b"\n", 0, i) + 1
+        end = data.find(b"\n", i)
+        end = len(data) if end < 0 else end
+        i = data.find(b".layers", end)
+        if start == seen:
+            continue
+        seen = start
+        m = _ALIAS.match(data, start, end)
+        if m is None:
+            continue
         name = re.escape(m.group(1))
         if re.search(rb"\bin\s+(?:enumerate\(\s*)?" + name + rb"\b|\blen\(\s*" + name + rb"\s*\)", data):
             return True

@@ -19,6 +19,18 @@ _MODEL_BASES = ("ForCausalLM", "ForConditionalGeneration", "Model")
 _MODEL_BASE_LINE = re.compile(rb"^[ \t]*class \w+\([^)]*?\w(ForCausalLM|ForConditionalGeneration|Model)\b", re.M)
 
 
+def _model_base_line(data: bytes) -> bool:
+    """``_MODEL_BASE_LINE.search(data) is not None``, tried only at the lines that start with
+    ``class `` (every match does)."""
+    j = data.find(b"class ")
+    while j >= 0:
+        start = data.rfind(b"\n", 0, j) + 1
+        if not data[start:j].strip(b" \t") and _MODEL_BASE_LINE.match(data, start) is not None:
+            return True
+        j = data.find(b"class ", j + 6)
+    return False
+
+
 def _ast():
     import ast
 
@@ -138,7 +150,7 @@ def _collect(tree, lines) -> dict:
 
 class OverrideDropsPPBranch(Rule):
     def prefilter(self, data: bytes) -> bool:
-        return (b"def load_weights" in data or b".__init__(self" in data) and _MODEL_BASE_LINE.search(data) is not None
+        return (b"def load_weights" in data or b".__init__(self" in data) and _model_base_line(data)
 
     def collect(self, tree, lines):
         # runs on every parsed file: a parent needs a rank predicate, an override its method
