@@ -150,4 +150,4 @@ def test_action_on_the_pr_branch_reports_only_the_new_finding(repo, tmp_path):
     assert outputs["exit-code"] == "1"
     # the SARIF report for code scanning keeps every finding
     sarif = json.loads((repo / with_["sarif-file"]).read_text())
-    assert len(sarif["runs"][0]["results"]) == 28
+    assert len(sarif["runs"][0]["results"]) == 27

@@ -292,8 +292,9 @@ def test_a_declared_flag_without_a_raise_does_not_make_the_drop_a_finding(tmp_pa
 
 def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
     """PPA414: the setter of an EAGLE-3 drafter's layers is reported when the engine's code lets
-    EAGLE-3 run under PP (or says nothing about it), and left alone when the check the engine
-    calls under `pp_size > 1` allows only EAGLE (SGLang 0.5.23)."""
+    EAGLE-3 run under PP, left alone when the check the engine calls under `pp_size > 1` allows
+    only EAGLE (SGLang 0.5.23), and listed as not judged when the engine's code says nothing about
+    it (a fork whose drafters may not run under PP at all)."""
     model = '''
     from vllm.distributed import get_pp_group
 
@@ -326,6 +327,10 @@ def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
     args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
             "--select", "PPA414")
     r = run_cli(*args, cwd=_write(tmp_path / "open", base))
+    assert [(d["reason"], d["location"]["row"]) for d in r.not_judged()] == [("engine-fact-unknown", 14)], r.stdout
+    assert [d for d in r.all_json() if d.get("name") != "not-judged"] == [], r.stdout
+    allowed = hook.replace('"EAGLE"', '"EAGLE3"')
+    r = run_cli(*args, cwd=_write(tmp_path / "allowed", {**base, "eng/hook.py": allowed}))
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("m.py", 14)], r.stdout
     r = run_cli(*args, cwd=_write(tmp_path / "refused", {**base, "eng/hook.py": hook}))
     assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout

@@ -90,9 +90,11 @@ class CaptureSetterSkipsStages(Rule):
         for cls, method, attr, line, col, end_line, end_col, store, reader, read_line, algo in facts:
             if algo is not None and allowed is not None and algo not in allowed:
                 continue  # the engine refuses this drafter under pipeline parallelism
-            if algo is None:
+            if algo is None or allowed is None:
+                why = (f"whether the engine runs the {algo} drafter under pipeline parallelism (no check of the "
+                       f"speculative algorithms it allows under PP is read in the analysed code)") if algo else None
                 out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path, row=line,
-                                     column=col + 1, detail=f"whether the engine runs the drafter `{cls}.{method}` "
+                                     column=col + 1, detail=why or f"whether the engine runs the drafter `{cls}.{method}` "
                                      f"serves under pipeline parallelism (its name names no algorithm this rule reads: "
                                      f"{', '.join(sorted(_ALGORITHMS.values()))})"))
                 continue
@@ -104,7 +106,7 @@ class CaptureSetterSkipsStages(Rule):
                            f"the layer loop of `{reader}` runs on every rank and captures a layer only when it is "
                            f"in `self.{attr}`",
                            f"the engine lets {algo} run under pipeline parallelism "
-                           f"({'no refusal of it is read' if allowed is None else 'it is among ' + ', '.join(sorted(allowed))})"]
+                           f"(it is among {', '.join(sorted(allowed))})"]
             out.append(self.finding(
                 ctx, line, col, end_line, end_col, message, explanation,
                 help=f"Mark the layers on every rank (each stage's loop keeps the ones it holds), and send what "
