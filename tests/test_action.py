@@ -303,10 +303,10 @@ def assert_install_error(rc: int, out: str, outputs: dict[str, str], *expected: 
     return line
 
 
-@pytest.mark.parametrize("version,spec", [("latest", "pp-attr-lint"), ("0.1.0", "pp-attr-lint==0.1.0"),
-                                          ("v0.1.0", "pp-attr-lint==0.1.0")])
+@pytest.mark.parametrize("version,spec", [("latest", "pp-attr-lint"), ("0.2.0", "pp-attr-lint==0.2.0"),
+                                          ("v0.2.0", "pp-attr-lint==0.2.0")])
 def test_run_step_release_not_on_the_index(workspace, tmp_path, version, spec):
-    """No release is published: `version: latest` / `0.1.0` make pip fail, and that is exit 2 with an
+    """No release is published: `version: latest` / `0.2.0` make pip fail, and that is exit 2 with an
     ::error quoting pip's reason and pointing at the default (the action's checkout)."""
     rc, out, err, outputs = execute(workspace, tmp_path, {"version": version, "paths": "vllm"},
                                     extra_env=offline_pip(tmp_path))
@@ -355,7 +355,7 @@ def test_docs_say_no_release_is_published():
     assert "installed or started" in load(ACTION)["outputs"]["exit-code"]["description"]
     doc = " ".join((REPO / "docs" / "github-action.md").read_text(encoding="utf-8").split())
     assert "**No release of pp-attr-lint is published on PyPI yet.**" in doc
-    assert "`version: latest` and `version: 0.1.0` work only once releases are published" in doc
+    assert "`version: latest` and `version: 0.2.0` work only once releases are published" in doc
     assert "**2** error" in doc and "pp-attr-lint could not be installed or started" in doc
 
 
