@@ -150,10 +150,14 @@ class LayerRangeOnSelf(Rule):
                         return True
                 except Unresolved:
                     return True  # cannot tell: a subclass may set it
+        rec = r.class_record(key)
+        if any(b not in (None, "object") for b in rec["bases"]) or "__init__" in rec["methods"]:
+            return False  # a class of its own, built directly: a subclass that sets it does not help
         return self._tree_subclass_sets(ctx, key, attr)
 
     def _tree_subclass_sets(self, ctx, key, attr) -> bool:
-        """Whether a subclass of ``key`` anywhere in the analysed tree (the class headers of every
+        """Whether a subclass of mixin ``key`` (a class with no base and no ``__init__``, which
+        only a host class is built with) anywhere in the analysed tree (the class headers of every
         file, read by :meth:`~pp_attr_lint.semantic.reader.TreeReader.class_graph`, whichever
         files were named) sets ``attr``: a mixin's ``self.start_layer`` is its host's
         (``ModelRunner(ModelRunnerKVCacheMixin)`` sets it in ``initialize``).  ``True`` (cannot
