@@ -13,6 +13,7 @@ import ast
 
 from .. import facts as F
 from ..resolve import EXTERNAL, Unresolved
+from ..index.astutil import walk as fast_walk
 from ..textio import read_regular
 from ..semantic.flow import raise_guards
 from ..semantic.guards import atoms, f_and, f_not, f_or, satisfying
@@ -201,33 +202,47 @@ class VllmEngine(Service):
         ``architectures=[self._LM_ARCHITECTURE]``).  An argument read from the model's config
         names no host here.  Files of the analysed tree (:meth:`TreeReader.tree_files`)."""
         import fnmatch
+        import re
 
         if not archs:
             return []
         facs = {(f.name, f.keyword) for f in self.r.settings.factories}
         needles = tuple(dict.fromkeys(n.rsplit("*", 1)[-1].encode() + b"(" for n, _k in facs))
+        suffixes = tuple(dict.fromkeys(n.rsplit("*", 1)[-1] for n, _k in facs))
+        factory = re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n, _k in sorted(facs)))
+        keywords = {k for _n, k in facs}
         memo = self._memo.setdefault("factory-calls", {})
         key = (self.m.reader.scan_dirs(), needles)  # the files read depend on what this file imports
+        per_file = self._memo.setdefault("factory-calls-of-file", {})  # path -> [(module, names)]
         if key not in memo:
             calls = []  # (module, architecture names)
-            for _path, mod, tree, _lines in self.m.reader.tree_files(*needles) or ():
-                consts: dict = {}
-                for node in ast.walk(tree):
+            for path, mod, tree, _lines in self.m.reader.tree_files(*needles) or ():
+                if (path, mod) in per_file:
+                    calls += per_file[(path, mod)]
+                    continue
+                start = len(calls)
+                values: dict = {}  # name -> the values assigned to it (their strings read on demand)
+                found = []
+                for node in fast_walk(tree):  # one walk: the factory calls and the assignments
                     if isinstance(node, (ast.Assign, ast.AnnAssign)):
                         for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
                             name = _last_name(t)
                             if name and node.value is not None:
-                                consts.setdefault(name, set()).update(_strings(node.value))
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Call) and any(fnmatch.fnmatchcase(_last_name(node.func) or "", n)
-                                                          for n, _k in facs):
-                        for kw in node.keywords:
-                            if any(kw.arg == k for _n, k in facs):
-                                names = set(_strings(kw.value))
-                                for sub in ast.walk(kw.value):
-                                    if isinstance(sub, (ast.Name, ast.Attribute)):
-                                        names |= consts.get(_last_name(sub), set())
-                                calls.append((mod, names))
+                                values.setdefault(name, []).append(node.value)
+                    elif isinstance(node, ast.Call):
+                        fname = _last_name(node.func)
+                        if fname and fname.endswith(suffixes) and factory.match(fname):
+                            found.append(node)
+                for node in found:
+                    for kw in node.keywords:
+                        if kw.arg in keywords:
+                            names = set(_strings(kw.value))
+                            for sub in ast.walk(kw.value):
+                                if isinstance(sub, (ast.Name, ast.Attribute)):
+                                    for v in values.get(_last_name(sub), ()):
+                                        names.update(_strings(v))
+                            calls.append((mod, names))
+                per_file[(path, mod)] = calls[start:]
             memo[key] = calls
         return sorted({mod for mod, names in memo[key] if names & archs})
 
