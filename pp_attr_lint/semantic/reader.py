@@ -255,25 +255,30 @@ class TreeReader(Service):
         memo[dirs] = graph
         return graph
 
-    def share_subclass(self, a: str, b: str) -> bool:
-        """Whether some class under the checked root may have both the classes named ``a`` and
-        ``b`` on its MRO, by name (``class X(A, ...)`` headers read from the files' text, every
-        name that subclasses one of them counted): ``True`` when the files cannot be read."""
+    def subclass_names(self, name: str) -> set | None:
+        """The names of ``name`` and of every class under the checked root that subclasses it,
+        directly or not, by name (``class X(A, ...)`` headers read from the files' text,
+        :meth:`class_graph`); ``None`` when the files cannot be read."""
         graph = self.class_graph()
         if graph is None:
+            return None
+        seen, todo = {name}, [name]
+        while todo:
+            for sub in graph.get(todo.pop(), ()):
+                if sub not in seen:
+                    seen.add(sub)
+                    todo.append(sub)
+        return seen
+
+    def share_subclass(self, a: str, b: str) -> bool:
+        """Whether some class under the checked root may have both the classes named ``a`` and
+        ``b`` on its MRO, by name (:meth:`subclass_names`): ``True`` when the files cannot be
+        read."""
+        down_a = self.subclass_names(a.rsplit(".", 1)[-1])
+        down_b = self.subclass_names(b.rsplit(".", 1)[-1])
+        if down_a is None or down_b is None:
             return True
-
-        def down(name):
-            seen, todo = {name}, [name]
-            while todo:
-                for sub in graph.get(todo.pop(), ()):
-                    if sub not in seen:
-                        seen.add(sub)
-                        todo.append(sub)
-            return seen
-
-        a, b = a.rsplit(".", 1)[-1], b.rsplit(".", 1)[-1]
-        return bool(down(a) & down(b))
+        return bool(down_a & down_b)
 
     def file_index(self, path: str, tree) -> tuple:
         """One walk of a parsed file: ``(strings, defs, attrs)``, each a name -> list:

@@ -166,16 +166,11 @@ class LayerRangeOnSelf(Rule):
         from pp_attr_lint.semantic.model import RankFacts
 
         reader = RankFacts.of(ctx).reader
-        graph = reader.class_graph()
-        if graph is None:
-            return True
         name = key[1].rsplit(".", 1)[-1]
-        subs, todo = set(), [name]
-        while todo:
-            for sub in graph.get(todo.pop(), ()):
-                if sub not in subs and sub != name:
-                    subs.add(sub)
-                    todo.append(sub)
+        subs = reader.subclass_names(name)
+        if subs is None:
+            return True
+        subs.discard(name)
         r = ctx.resolver
         for sub_name in sorted(subs):
             for item in reader.tree_file_paths(f"class {sub_name}".encode()) or ():
