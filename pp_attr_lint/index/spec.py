@@ -17,6 +17,7 @@ class LineIndex:
     """Converts ``ast`` UTF-8 byte columns to character columns, line by line, lazily."""
 
     def __init__(self, source: str):
+        self.source = source  # the whole text: ``"".join(self.lines)``, kept rather than rebuilt
         self.lines = source.splitlines(keepends=True)
         self._all_ascii = source.isascii()
 

@@ -347,6 +347,6 @@ class TreeReader(Service):
                             if got is NOT_ACCEPTED:
                                 return None
                             out.append(got)
-            if every != stores or len(pat.findall("".join(lines.lines))) != stores:
+            if every != stores or len(pat.findall(lines.source)) != stores:
                 return None  # another kind of store (augmented, a tuple target, setattr)
         return out if found else None

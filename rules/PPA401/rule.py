@@ -109,7 +109,7 @@ class IntermediateTensorKeys(Rule):
 
         from pp_attr_lint.semantic import boundary as B
 
-        text = "".join(lines.lines)
+        text = lines.source
         sends = "IntermediateTensors(" in text
         layers = "make_layers" in text
         out: dict = {}

@@ -19,7 +19,7 @@ class UnownedParameterLoad(Rule):
     def collect(self, tree, lines):
         # the collector runs on every parsed file: a file this rule's prefilter turns down holds
         # nothing it reports (its facts are its own file's only), so skip the walk there
-        text = "".join(lines.lines)
+        text = lines.source
         if "make_layers(" not in text or "named_parameters(" not in text:
             return None
         from pp_attr_lint.semantic.loader import parameter_lookups

@@ -33,7 +33,7 @@ class StageLocalLayerId(Rule):
         # accessor (the same test as the prefilter, so most files cost one search)
         from pp_attr_lint.engines import layer_ids
 
-        if not layer_ids.may_hold_accessor("".join(lines.lines)):
+        if not layer_ids.may_hold_accessor(lines.source):
             return None
         return layer_ids.accessors(tree, lines) or None
 

@@ -183,7 +183,7 @@ class RankPrecondition(Rule):
 
     def collect(self, tree, lines):
         # runs on every parsed file: one without a rank predicate has no precondition to read
-        text = "".join(lines.lines)
+        text = lines.source
         if "is_last_rank" not in text and "is_first_rank" not in text:
             return None
         return _collect(tree, lines) or None

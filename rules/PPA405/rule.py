@@ -240,7 +240,7 @@ class ConfigLayerIdIndex(Rule):
             and (_CONFIG_LAYERS.search(data) is not None or b".split(" in data)
 
     def collect(self, tree, lines):
-        if not self.prefilter("".join(lines.lines).encode()):
+        if not self.prefilter(lines.source.encode()):
             return None
         return _collect(tree, lines) or None
 

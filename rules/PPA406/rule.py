@@ -76,7 +76,7 @@ class StageCarriedValue(Rule):
                                                                 or b"PPProxyTensors(" in data)
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
+        text = lines.source
         if "start_layer" not in text or not any(p + "(" in text for p in ("IntermediateTensors", "PPProxyTensors")):
             return None
         return _collect(tree, lines) or None

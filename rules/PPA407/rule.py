@@ -117,7 +117,7 @@ class RunnerUnpacksIntermediate(Rule):
             and (b"IntermediateTensors" in data or b"PPProxyTensors" in data)
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
+        text = lines.source
         if "is_last_rank" not in text or not any(p in text for p in _PAYLOADS):
             return None
         return _collect(tree, lines) or None

@@ -138,7 +138,7 @@ class RankMismatchedHandoff(Rule):
         return (b"is_last_rank" in data or b"is_first_rank" in data) and any(t.encode() in data for t in _GLOBAL_FIRST_TEXT)
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
+        text = lines.source
         if ("is_last_rank" not in text and "is_first_rank" not in text) or not any(t in text for t in _GLOBAL_FIRST_TEXT):
             return None
         return _collect(tree, lines) or None

@@ -154,7 +154,7 @@ class OverrideDropsPPBranch(Rule):
 
     def collect(self, tree, lines):
         # runs on every parsed file: a parent needs a rank predicate, an override its method
-        text = "".join(lines.lines)
+        text = lines.source
         if not any(w in text for w in (*_guards().RANK_PREDICATES, "def load_weights", ".__init__(self")):
             return None
         return _collect(tree, lines) or None

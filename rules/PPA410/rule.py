@@ -46,7 +46,7 @@ class UnallocatedProxyKey(Rule):
         return b"pp_proxy_tensors[" in data or b"pp_proxy_tensors.tensors[" in data
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
+        text = lines.source
         if "pp_proxy_tensors[" not in text and "pp_proxy_tensors.tensors[" not in text:
             return None
         return _collect(tree, lines)

@@ -54,7 +54,7 @@ def _collect(tree, lines) -> list:
                         value = bound.get(value.id)
                     if not _stage_count(value):
                         continue
-                    receiver = ast.get_source_segment("".join(lines.lines), value.func.value)
+                    receiver = ast.get_source_segment(lines.source, value.func.value)
                     out.append([cls.name, fn.name, value.lineno, lines.col(value.lineno, value.col_offset),
                                 value.end_lineno, lines.col(value.end_lineno, value.end_col_offset),
                                 receiver if receiver and receiver.endswith("model_config") else None, kw.lineno])
@@ -66,7 +66,7 @@ class DraftLayerIdFromStage(Rule):
         return b"start_layer_id=" in data and b".get_num_layers(" in data
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
+        text = lines.source
         if "start_layer_id=" not in text or ".get_num_layers(" not in text:
             return None
         return _collect(tree, lines) or None

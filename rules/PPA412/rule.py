@@ -74,7 +74,7 @@ class DrafterBranchesOnTargetRank(Rule):
         return b"is_first_rank" in data and b"intermediate_tensors" in data
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
+        text = lines.source
         if "is_first_rank" not in text or _PARAM not in text:
             return None
         return _collect(tree, lines) or None

@@ -61,7 +61,7 @@ class RunnerDropsRawTokens(Rule):
         return b'["input_ids"] = None' in data
 
     def collect(self, tree, lines):
-        if '["input_ids"] = None' not in "".join(lines.lines):
+        if '["input_ids"] = None' not in lines.source:
             return None
         return _collect(tree, lines) or None
 

@@ -71,7 +71,7 @@ class CaptureSetterSkipsStages(Rule):
         return b"is_last_rank" in data and b" in self." in data
 
     def collect(self, tree, lines):
-        text = "".join(lines.lines)
+        text = lines.source
         if "is_last_rank" not in text or " in self." not in text:
             return None
         return _collect(tree, lines) or None
