@@ -202,7 +202,7 @@ class RuleRunner:
             for target, attr, level in imports:
                 absm = self._absolute(module, target, level)
                 for m in (absm, f"{absm}.{attr}" if absm and attr else None):
-                    if m and m != module and self.project.summary(m) is not None:
+                    if m and m != module and self.project.exists(m):
                         found.add(m)
             memo[module] = sorted(found)
         return memo[module]
@@ -222,6 +222,8 @@ class RuleRunner:
         that resolves onto a candidate (not through its own ``self``)."""
         memo = self._store_memo.setdefault(("module-stores",), {})
         key = (module, attr, frozenset(cands))
+        if key not in memo and not self.project.may_mention(module, (attr.encode(), b"setattr")):
+            memo[key] = False  # a store of `attr` names it, or is a `setattr` call
         if key not in memo:
             s = self.project.summary(module) or {}
             memo[key] = any(self._store_verdict(module, s, *st, attr=attr, cands=cands) in ("hit", "unresolved")

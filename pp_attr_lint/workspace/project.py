@@ -400,6 +400,28 @@ class Project:
         st = self._find(module)
         return None if st is None else self.load(st)
 
+    def exists(self, module: str) -> bool:
+        """Whether ``module`` is a file of the project (checked, ``--src`` or the environment),
+        without reading or summarizing it; its path joins the run's dependencies either way."""
+        return self._find(module) is not None
+
+    def may_mention(self, module: str, words: tuple[bytes, ...]) -> bool:
+        """Whether ``module``'s source can hold one of ``words`` (bytes): ``False`` only when the
+        file was read and none occurs in it, so a summary fact that needs one of them in the text
+        (an attribute stored by name, a ``setattr`` call) cannot be there; ``True`` when it may,
+        or when the file is summarized already, cannot be read or is not found (then its summary
+        says why).  The file's stat joins the run's dependencies, as a summary's would."""
+        st = self._find(module)
+        if st is None or st.summary is not None or st.error or st.syntax_error:
+            return True
+        data = getattr(st, "_data", None)
+        if data is None:
+            self._indexed(st)
+            data = read_file_bytes(st.path)
+            if isinstance(data, str):
+                return True
+        return any(w in data for w in words)
+
     def is_package(self, module: str) -> bool:
         st = self._find(module)
         return bool(st and st.is_package)
