@@ -950,7 +950,7 @@ class Resolver:
             return self._fail("receiver-unresolved", f"`{head}` is a module-level or enclosing name")
         for attr in rest:
             nxt: set[ClassKey] = set()
-            for ck in current:
+            for ck in sorted(current):
                 if ck == NONE_KEY:
                     continue  # `None.attr` raises before the read: that branch never reaches it
                 r = self.attr_candidates(ck, attr, depth + 1)

@@ -546,3 +546,52 @@ def test_a_rules_bit_does_not_depend_on_the_other_rules():
         alone = index_spec([r for r in rules if r.code == code])
         one = make_rule_prefilter(alone.wanting)
         assert [bool(one(d)) for d in data] == [bool(m >> k & 1) for m in masks], code
+
+
+WRAPPER_OF_TWO = '''from torch import nn
+
+
+class Plain(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+
+class Annotated(nn.Module):
+    llm: nn.Module
+
+    def __init__(self):
+        super().__init__()
+
+
+class Wrapper(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.model = Plain() if flag else Annotated()
+
+    def forward(self, ids):
+        return self.model.llm.embed_tokens(ids)
+'''
+
+
+def test_the_reason_not_judged_does_not_depend_on_the_hash_seed(tmp_path):
+    """A receiver with two candidate classes that fail for different reasons: the reason given
+    is the same in every process, whatever order a set of classes iterates in."""
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "model.py").write_text(WRAPPER_OF_TWO)
+    details = set()
+    for seed in range(6):
+        env = dict(os.environ, PYTHONHASHSEED=str(seed), NO_COLOR="1", PYTHONPATH=str(REPO))
+        p = subprocess.run([sys.executable, "-m", "pp_attr_lint", "check", "pkg", "--no-cache", "--python", "none",
+                            "--show-unresolved", "--output-format", "json"],
+                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+        import json
+
+        got = [r["detail"] for r in json.loads(p.stdout) if r.get("code") is None and r["location"]["row"] == 22]
+        assert got, p.stdout + p.stderr
+        details.add(tuple(got))
+    assert len(details) == 1, details

@@ -119,7 +119,7 @@ class RuleRunner:
             cands = got - {NONE_KEY}  # on None the read raises whatever the fix: judge the rest
             if not cands:
                 return unjudged("receiver-unresolved", f"`{'.'.join(chain)}` is only ever None")
-            for k in cands:
+            for k in sorted(cands):
                 try:
                     status = r.attribute_status(k, read["attr"])
                 except Unresolved:

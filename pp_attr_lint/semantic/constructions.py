@@ -106,7 +106,7 @@ class Receivers:
             current, why = self.constructed(clskey, head, hops)
             for attr in chain[1:]:
                 nxt = set()
-                for ck in current:
+                for ck in sorted(current):
                     if ck == NONE_KEY:
                         continue
                     r = self.r.attr_candidates(ck, attr)
