@@ -14,7 +14,6 @@ import ast
 from .. import facts as F
 from ..resolve import EXTERNAL, Unresolved
 from ..index.astutil import walk as fast_walk
-from ..textio import read_regular
 from ..semantic.flow import raise_guards
 from ..semantic.guards import atoms, f_and, f_not, f_or, satisfying
 from ..semantic.service import Service
@@ -358,12 +357,8 @@ class VllmEngine(Service):
                     if not name.endswith(".py"):
                         continue
                     path = os.path.join(d, name)
-                    try:
-                        st = os.stat(path)
-                        self.ctx.project.touched.setdefault(path, (st.st_mtime_ns, st.st_size))
-                        if b".register_model(" not in read_regular(path):
-                            continue
-                    except OSError:
+                    data = self.m.reader.read_bytes(path)  # read once per run, with the tree scans
+                    if data is None or b".register_model(" not in data:
                         continue
                     rel = os.path.relpath(path, self.ctx.file.root)[:-3].split(os.sep)
                     module = ".".join(rel[:-1] if rel[-1] == "__init__" else rel)
