@@ -570,10 +570,15 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
     from . import report
 
     fmt = args.output_format or os.environ.get("PP_ATTR_LINT_OUTPUT_FORMAT") or "text"
-    if args.statistics:
-        out.write(report.statistics(findings))
-        return
     from .unjudged import summary_line
+
+    if args.statistics:
+        # the reads not judged are counted too (listed per rule and reason when asked for): a
+        # run with none reported and some not judged must not print nothing
+        out.write(report.statistics(findings, result.not_judged if args.show_unresolved else ()))
+        if result.not_judged and not args.quiet:
+            out.write(summary_line(result.not_judged, shown=args.show_unresolved) + "\n")
+        return
 
     unjudged = result.not_judged
     if fmt == "json":

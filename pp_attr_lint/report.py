@@ -288,14 +288,18 @@ def _hidden_note(hidden: int, before: str, after: str) -> str:
     return f"{before}{hidden} hidden fix{'es' if hidden > 1 else ''} can be enabled with the `--unsafe-fixes` option{after}"
 
 
-def statistics(findings: list[Finding]) -> str:
-    """Counts per code, like ``ruff --statistics``: ``count  CODE  [*]  name``."""
+def statistics(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
+    """Counts per code, like ``ruff --statistics``: ``count  CODE  [*]  name``; then, for
+    ``not_judged``, a count per code and reason: ``count  CODE  not judged (reason)``."""
     counts = Counter((_label(f), f.name) for f in findings)
     fixable = Counter(_label(f) for f in findings if _safe_fix(f))
     lines = []
     for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         mark = "[*]" if fixable.get(code) == n else ("[-]" if fixable.get(code) else "[ ]")
         lines.append(f"{n:>5}\t{code}\t{mark} {name}\n")
+    unjudged = Counter((n.code, n.reason) for n in not_judged)
+    for (code, reason), n in sorted(unjudged.items(), key=lambda kv: (-kv[1], kv[0])):
+        lines.append(f"{n:>5}\t{code}\tnot judged ({reason})\n")
     return "".join(lines)
 
 

@@ -311,3 +311,19 @@ def test_text_without_rich_is_what_rich_writes(monkeypatch):
     assert plain == render(True)  # rich, told there is no terminal
     assert ":thumbs_up:" in plain and "ends in \\\n" in plain and "[bold]not markup[/]" in plain
     assert "\x07" not in plain and "\t" not in plain
+
+
+def test_statistics_count_the_reads_not_judged(tmp_path):
+    """``--statistics`` of a run with nothing reported and a read not judged says so (the summary
+    line), and with ``--show-unresolved`` counts it per rule and reason."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "m.py").write_text("def first(model):\n    return model.language_model.start_layer\n")
+    r = cli("check", str(pkg), "--no-cache", "--python", "none", "--statistics")
+    assert r.returncode == 0
+    assert "1 read not judged (1 receiver-unresolved); list them with `--show-unresolved`" in r.stdout
+    r = cli("check", str(pkg), "--no-cache", "--python", "none", "--statistics", "--show-unresolved")
+    assert r.stdout.splitlines()[0] == "    1\tPPA001\tnot judged (receiver-unresolved)"
+    r = cli("check", str(pkg), "--no-cache", "--python", "none", "--statistics", "--quiet")
+    assert r.stdout == ""
