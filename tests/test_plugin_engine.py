@@ -213,3 +213,39 @@ def test_an_sglang_plugin_package_meets_the_runner_assert(tmp_path):
           "def forward(self, input_ids, positions, forward_batch: ForwardBatch,\n"
           "                pp_proxy_tensors: Optional[PPProxyTensors] = None):\n        return self.model(")
     assert _check(root, "sglplug", engine) == ({("plug.py", 42, "PPA103")}, set())
+
+
+# -- a plugin's drafters: the engine's registry names the architectures it registers ---------------
+
+DRAFTER = '''from vllm.distributed import get_pp_group
+
+
+class DemoMultiTokenPredictor:
+    def forward(self, input_ids, hidden_states, intermediate_tensors=None):
+        if get_pp_group().is_first_rank:
+            hidden_states = [h + float(t) for h, t in zip(hidden_states, input_ids)]
+        else:
+            assert intermediate_tensors is not None
+            hidden_states = intermediate_tensors["hidden_states"]
+        return [h * 2 for h in hidden_states]
+'''
+
+
+@pytest.mark.parametrize("arch,want", [
+    ("Eagle3LlamaForCausalLM", "found"),  # a drafter in the engine's `_SPECULATIVE_DECODING_MODELS`
+    ("LlamaForCausalLM", "silent"),  # a model: its rank test means its own stage
+    ("NewArchOfThePlugin", "not judged"),  # the engine's registry does not list it
+])
+def test_a_plugins_drafter_is_told_by_the_engines_registry(tmp_path, arch, want):
+    root = tmp_path / "root"
+    pkg = root / "draftplug"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "from vllm import ModelRegistry\n\n\n"
+        "def register():\n"
+        f"    ModelRegistry.register_model(\"{arch}\", \"draftplug.mtp:DemoMultiTokenPredictor\")\n")
+    (pkg / "mtp.py").write_text(DRAFTER)
+    found, unjudged = _check(root, "draftplug", STUBS)
+    got = {("found" if ("mtp.py", 6, "PPA412") in found else
+            "not judged" if ("mtp.py", 6, "PPA412", "engine-fact-unknown") in unjudged else "silent")}
+    assert got == {want}, (found, unjudged)

@@ -284,10 +284,13 @@ class VllmEngine(Service):
         (:data:`~pp_attr_lint.facts.DRAFTER_TABLE`): every class of the module then runs inside a
         drafter, which vLLM builds and runs on the last pipeline-parallel rank only
         (vllm/v1/worker/gpu_model_runner.py: ``if self.speculative_config and
-        get_pp_group().is_last_rank``, 0.10.0-0.33.0).  ``None`` when no registry is found."""
+        get_pp_group().is_last_rank``, 0.10.0-0.33.0).  A plugin has no registry tables of its
+        own: there the architectures its ``ModelRegistry.register_model`` calls give classes of
+        ``module`` are looked up in the tables of the engine they register into
+        (:meth:`registered_drafter`).  ``None`` when neither tells."""
         entries = self.r.model_registry(module.split(".", 1)[0])
         if entries is None:
-            return None
+            return self.registered_drafter(module)
         tables = set()
         for table, _arch, mod, cls in entries:
             if mod == module:
@@ -300,6 +303,37 @@ class VllmEngine(Service):
                 if key is not None and key[0] == module:
                     tables.add(table)
         return bool(tables) and tables <= {F.DRAFTER_TABLE}
+
+    def registered_drafter(self, module: str) -> bool | None:
+        """For a plugin's ``module``: whether the architectures that the plugin's
+        ``register_model`` calls (:meth:`registrations`) give to classes of ``module`` are,
+        in the model registry of the engine they register into, only speculative-decoding
+        drafters (vllm-kunlun 0.11.1 registers ``Qwen3NextMTP``, which vLLM 0.11.0 lists in
+        :data:`~pp_attr_lint.facts.DRAFTER_TABLE`): ``True``; ``False`` when one of them is in
+        another table (a model); otherwise ``None`` when the plugin registers no class of
+        ``module``, or an architecture the engine's registry does not list, or that registry is
+        not found."""
+        archs: dict[str, set] = {}
+        for arch, top, key, _name, _mod, _line in self.registrations():
+            if key is not None and key[0] == module and top is not None:
+                archs.setdefault(top, set()).add(arch)
+        if not archs:
+            return None
+        known = unknown = False
+        for top, names in sorted(archs.items()):
+            entries = self.r.model_registry(top)
+            if entries is None:
+                unknown = True
+                continue
+            tables: dict[str, set] = {}
+            for table, arch, _m, _c in entries:
+                if arch in names:
+                    tables.setdefault(arch, set()).add(table)
+            if any(t != F.DRAFTER_TABLE for ts in tables.values() for t in ts):
+                return False  # a model: its rank tests mean its own stage
+            known = known or bool(tables)
+            unknown = unknown or any(a not in tables for a in names)
+        return None if unknown or not known else True
 
     def raw_token_models(self, top: str) -> list:
         """``[(module, class, line, evidence)]`` of the classes of package ``top`` that declare that

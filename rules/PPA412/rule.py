@@ -92,7 +92,8 @@ class DrafterBranchesOnTargetRank(Rule):
             if drafter is None:
                 out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path, row=line,
                                      column=col + 1, detail=f"whether `{ctx.module}` holds speculative-decoding "
-                                     f"drafters only (no model registry of its package is found)"))
+                                     f"drafters only (neither its package's model registry nor, for a plugin, the engine's "
+                                     f"registry entries of the architectures it registers say so)"))
                 continue
             if not drafter:
                 continue  # a model (or a module the registry does not list): its rank tests mean its stage
