@@ -362,7 +362,7 @@ class Resolver:
                 elif sym[0] == "external":
                     self._external(sym[1], "unknown-base")
                     raise Unresolved(self.why[0], f"base {b} of {key[1]} ({sym[1]}) is outside the analysed "  # type: ignore[index]
-                                     "code and not known to add no attributes")
+                                     "code, and which attributes it adds cannot be read")
                 else:
                     raise Unresolved("dynamic-class", f"base {b} of {key[1]} is a {sym[0]}, not a class")
             result = [key] + _c3_merge(base_mros + [list(bases)])

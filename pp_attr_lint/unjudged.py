@@ -22,7 +22,7 @@ REASONS: dict[str, tuple[str, str]] = {
                          "`--src DIR`, installing the package, or `--python PATH`"),
     "relative-import": ("a relative import leaves the checked tree (a lone file outside its package)",
                         "`--as-module MODULE` or checking the whole package"),
-    "unknown-base": ("a base class outside the analysed code is not known to add no attributes",
+    "unknown-base": ("a base class outside the analysed code may add attributes: its source is not read",
                      "`--src DIR` or installing the package that defines it"),
     "outside-code": ("the receiver's class is defined outside the analysed code",
                      "`--src DIR` or installing the package that defines it"),
