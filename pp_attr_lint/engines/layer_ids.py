@@ -24,6 +24,9 @@ from ..index.astutil import module_classes
 from ..index.astutil import walk as fast_walk
 from ..semantic.callsites import argument, name_uses, positional, rebound, self_attr
 from ..semantic.constructions import NotEstablished, dotted
+from ..semantic.flow import FlowWalker
+from ..semantic.guards import FALSE, RANK_ATOMS, STAGE_POSITION_NAMES, atoms, rank_predicate
+from ..semantic.loader import SKIP_CALL, decides_on_rank
 
 # an accessor's index: the global layer id minus the stage's first layer
 INDEX = re.compile(rb"-\s*self\.start_layer\b")
@@ -239,13 +242,9 @@ def stub_statement(st) -> bool:
 # PPA405: ``self.layers[i].attr`` where ``self.layers`` comes from vLLM's ``make_layers``
 # (``vllm/model_executor/models/utils.py``: ``PPMissingLayer`` outside ``[start_layer, end_layer)``)
 # and ``i`` walks a config list of global ids or is parsed from a checkpoint weight's name.
+
 # the range attributes a make_layers tuple assigns besides the list (vLLM: start, end, list)
 _RANGE = frozenset({"start_layer", "end_layer"})
-# words that, in a test around the read or in the loop, mean the code decides on what this rank
-# owns (the read is then left alone: precision over recall)
-_GUARD_WORDS = ("start_layer", "end_layer", "PPMissingLayer", "isinstance", "hasattr", "getattr", "is_first_rank",
-                "is_last_rank", "pp_group", "get_pp_group", "pp_missing", "except")
-_mentions_guard = re.compile("|".join(_GUARD_WORDS)).search
 # calls that keep the elements of their (first) iterable
 _PASS_THROUGH = frozenset({"sorted", "list", "set", "tuple", "reversed", "frozenset"})
 
@@ -304,24 +303,112 @@ def _bind(target, it, env: dict) -> None:
 _PARSED_ID = re.compile(r"int\(\w+\.split\('[^']*'\)\[\d+\]\)")
 
 
-class _Reads:
-    """Finds ``self.<list>[v].attr`` (or ``self.a.<list>[v].attr``) with ``v`` a config-list loop
-    name, or in ``load_weights`` a name assigned a parsed checkpoint id, in method ``fn``."""
+# names of calls whose test decides on what a layer slot holds (a placeholder has none of a
+# decoder layer's attributes, so a test of the slot's type or attributes tells the ranks apart)
+_SLOT_TESTS = frozenset({"isinstance", "hasattr", "getattr"})
+OWNS = "@owns"  # the prefix of the atom of a test of what this rank owns (:func:`owns_atom`)
 
-    def __init__(self, lists: frozenset, lines, source, fn):
-        self.lists, self.lines, self.source, self.out, self.fn = lists, lines, source, [], fn
+
+def owns_test(node) -> bool:
+    """Whether test ``node`` decides on what this rank owns: it reads a name of
+    :data:`~pp_attr_lint.semantic.guards.STAGE_WORDS` (``start_layer``, ``end_layer``,
+    ``PPMissingLayer``, the pipeline group and its rank predicates) or of
+    :data:`~pp_attr_lint.semantic.guards.STAGE_POSITION_NAMES` (``pp_rank``), a ``pp_missing...``
+    name (:func:`~pp_attr_lint.semantic.loader.decides_on_rank`), vLLM's
+    ``is_pp_missing_parameter`` (``vllm/model_executor/models/utils.py``), or calls ``isinstance``
+    / ``hasattr`` / ``getattr``.  Reads names, not text: a comment or a string says nothing."""
+    for sub in fast_walk(node):
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if name is not None and (decides_on_rank(name) or name == SKIP_CALL or name in STAGE_POSITION_NAMES
+                                 or name in _SLOT_TESTS):
+            return True
+    return False
+
+
+def owns_atom(node) -> tuple | None:
+    """An ``atom_of`` for :class:`~pp_attr_lint.semantic.flow.FlowWalker`: the atom
+    ``@owns <text>`` for a test of :func:`owns_test` that is not a rank predicate (those keep
+    their ``@first`` / ``@last`` atoms), ``None`` for other tests (named as usual)."""
+    if rank_predicate(node) is None and owns_test(node):
+        return ("a", f"{OWNS} {ast.unparse(node)}")
+    return None
+
+
+def decides_on_owner(guard: tuple) -> bool:
+    """Whether guard formula ``guard`` (of a walk with :func:`owns_atom`) tests what this rank
+    owns: it names a rank atom or an ``@owns`` atom."""
+    return any(a in RANK_ATOMS or a.startswith(OWNS) for a in atoms(guard))
+
+
+class ConfigIdReads(FlowWalker):
+    """Finds, in method ``fn`` of a class whose ``make_layers`` lists are ``lists``, the reads
+    ``self.<list>[v].attr`` (or ``self.a.<list>[v].attr``) with ``v`` a loop name over a config list
+    of layer ids, or in ``load_weights`` a name assigned a layer id parsed from a checkpoint name.
+    A read is left alone where the flow walker's guard tests what this rank owns
+    (:func:`decides_on_owner`: an enclosing test, an earlier ``if ...: continue``, a comprehension
+    filter, an ``and`` operand), where a handler of ``AttributeError`` protects it, where it never
+    runs, and in a lambda (it runs where it is called).  Call :meth:`walk`; ``out`` then holds
+    ``(chain, name, id source, attr, row, col, end_row, end_col, fix)`` per read (``fix``:
+    :meth:`fix_at`)."""
+
+    def __init__(self, lists: frozenset, lines, fn):
+        super().__init__(lines, fn, atom_of=owns_atom)
+        self.lists, self.out = lists, []
         self.parsed = "load_weights" in fn.name
-        self.binder: dict[str, object] = {}  # name -> the `for` statement (or method) that binds it
         self.current = None  # the simple statement whose expressions are walked
-        self.conditional = 0  # inside an operand that may not be evaluated
+        self.loop = None  # the `for` statement whose target is being bound
+        self.body_guard: dict = {}  # id(for statement) -> the guard of its body
 
-    def fix_at(self, var: str):
-        """``[row, col, indent]`` of the first statement of the ``for`` loop that binds ``var``,
-        where a skip of the ids this rank does not own changes nothing on a rank where the read
-        works (the read is in a plain statement of the loop's body, evaluated whenever it runs,
-        after plain statements only); ``None`` otherwise."""
-        loop = self.binder.get(var)
-        if not isinstance(loop, (ast.For, ast.AsyncFor)) or self.conditional or loop.orelse or self.current not in loop.body:
+    def loop_bindings(self, target, it) -> dict:
+        """The names of ``target`` that take a config list's elements -> ``(source, loop)``
+        (``loop`` the ``for`` statement, ``None`` in a comprehension); its other names -> ``None``
+        (bound again: no longer an id)."""
+        ids: dict = {}
+        _bind(target, it, ids)
+        loop = self.loop if self.loop is not None and self.loop.target is target else None
+        out: dict = {n.id: None for n in fast_walk(target) if isinstance(n, ast.Name)}
+        out.update({k: (v, loop) for k, v in ids.items()})
+        return out
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        simple = isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return, ast.Delete,
+                                   ast.Raise, ast.Assert))
+        saved, self.current = (self.current, self.loop), (stmt if simple else None)
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.body_guard[id(stmt)], self.loop = guard, stmt
+        super().stmt(stmt, guard, guarded, protected, loops)
+        self.current, self.loop = saved
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            loops.pop(name, None)  # bound again (`loops` is the block's own: its later statements see it)
+            if self.parsed and _PARSED_ID.fullmatch(ast.unparse(stmt.value)):
+                loops[name] = (ast.unparse(stmt.value), self.fn)
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        if not isinstance(node, ast.Lambda):  # a lambda's body runs where it is called, if at all
+            super().expr(node, guard, guarded, protected, loops)
+
+    def attribute(self, node, guard, guarded, protected, loops) -> None:
+        if not loops or not isinstance(node.value, ast.Subscript):
+            return
+        sub = node.value
+        base = _chain(sub.value)
+        if not (base and base[0] == "self" and (len(base) > 2 or len(base) == 2 and base[1] in self.lists)
+                and isinstance(sub.slice, ast.Name) and loops.get(sub.slice.id) is not None):
+            return
+        if protected or guard == FALSE or decides_on_owner(guard):
+            return
+        src, binder = loops[sub.slice.id]
+        self.out.append((base, sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard)))
+
+    def fix_at(self, loop, guard):
+        """``[row, col, indent]`` of the first statement of ``loop``, the ``for`` loop that binds
+        the read's id, where a skip of the ids this rank does not own changes nothing on a rank
+        where the read works: the read is in a plain statement of the loop's own body, under the
+        body's guard (evaluated whenever that statement runs), after plain statements only;
+        ``None`` otherwise."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or loop.orelse or self.current not in loop.body \
+                or guard != self.body_guard.get(id(loop)):
             return None
         first = loop.body[0]
         if first.lineno == loop.lineno:
@@ -333,90 +420,10 @@ class _Reads:
         indent = text[:len(text) - len(text.lstrip())]
         return [first.lineno, self.lines.col(first.lineno, first.col_offset), indent]
 
-    def text(self, node) -> str:
-        return self.source(node) or ""
-
-    def guarded_before(self, var: str, read) -> bool:
-        """Whether code from what binds ``var`` up to ``read`` names a test of what this rank owns
-        (code after the read cannot keep it from raising on the first id another rank owns)."""
-        at, lines = self.binder.get(var), self.lines.lines
-        tail = lines[read.lineno - 1].encode()[:read.col_offset].decode(errors="ignore")
-        return at is not None and bool(_mentions_guard("".join(lines[at.lineno - 1:read.lineno - 1]) + tail))
-
-    def stmts(self, body, env) -> None:
-        for st in body:
-            if isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            if isinstance(st, ast.If):
-                self.expr(st.test, env)
-                if not _mentions_guard(self.text(st.test)):
-                    self.stmts(st.body, env)
-                    self.stmts(st.orelse, env)
-                continue
-            if isinstance(st, ast.Try):
-                continue  # a handler may catch what the read raises
-            if isinstance(st, (ast.For, ast.AsyncFor)):
-                self.expr(st.iter, env)
-                inner = dict(env)
-                _bind(st.target, st.iter, inner)
-                saved = dict(self.binder)
-                self.binder.update({k: st for k in inner if inner[k] is not env.get(k)})
-                self.stmts(st.body, inner)
-                self.binder = saved
-                self.stmts(st.orelse, env)
-                continue
-            if isinstance(st, (ast.While, ast.With, ast.AsyncWith)):
-                for c in (c for c in ast.iter_child_nodes(st) if isinstance(c, ast.expr)):
-                    self.expr(c, env)
-                self.stmts(st.body, env)
-                self.stmts(getattr(st, "orelse", []), env)
-                continue
-            self.current = st
-            for c in (c for c in ast.iter_child_nodes(st) if isinstance(c, ast.expr)):
-                self.expr(c, env)
-            self.current = None
-            if isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
-                name = st.targets[0].id
-                env.pop(name, None)  # bound again
-                if self.parsed and _PARSED_ID.fullmatch(ast.unparse(st.value)):
-                    env[name], self.binder[name] = ast.unparse(st.value), self.fn
-
-    def expr(self, node, env) -> None:
-        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
-            inner = dict(env)
-            for gen in node.generators:
-                self.expr(gen.iter, inner)
-                if any(_mentions_guard(self.text(c)) for c in gen.ifs):
-                    return  # filtered on what this rank owns
-                _bind(gen.target, gen.iter, inner)
-            parts = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
-            saved = dict(self.binder)
-            self.binder.update({k: None for k in inner if inner[k] is not env.get(k)})
-            for p in parts + [c for g in node.generators for c in g.ifs]:
-                self.expr(p, inner)
-            self.binder = saved
-            return
-        if isinstance(node, (ast.IfExp, ast.Lambda)) or (isinstance(node, ast.BoolOp) and _mentions_guard(self.text(node))):
-            return  # a conditional read: what decides it is not read
-        if env and isinstance(node, ast.Attribute) and isinstance(node.value, ast.Subscript):
-            sub = node.value
-            base = _chain(sub.value)
-            if base and base[0] == "self" and (len(base) > 2 or len(base) == 2 and base[1] in self.lists) \
-                    and isinstance(sub.slice, ast.Name) and sub.slice.id in env \
-                    and not self.guarded_before(sub.slice.id, node):
-                self.out.append((base, sub.slice.id, env[sub.slice.id], node.attr, node.lineno,
-                                 self.lines.col(node.lineno, node.col_offset), node.end_lineno,
-                                 self.lines.col(node.end_lineno, node.end_col_offset), self.fix_at(sub.slice.id)))
-        for k, child in enumerate(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.expr)):
-            later = isinstance(node, ast.BoolOp) and k > 0
-            self.conditional += later
-            self.expr(child, env)
-            self.conditional -= later
-
 
 def config_id_reads(tree, lines) -> list:
     """``[[class, method, def line, list chain, name, id source, attr, line, col, end_line,
-    end_col, fix]]`` (``fix``: :meth:`_Reads.fix_at`); a chain of more than two names is a list of
+    end_col, fix]]`` (``fix``: :meth:`ConfigIdReads.fix_at`); a chain of more than two names is a list of
     another object, told at check time."""
     out = []
 
@@ -444,7 +451,7 @@ def config_id_reads(tree, lines) -> list:
                 continue
             if "config" not in body and not ("load_weights" in m.name and ".split(" in body):
                 continue
-            r = _Reads(frozenset(lists), lines, source, m)
-            r.stmts(m.body, {})
+            r = ConfigIdReads(frozenset(lists), lines, m)
+            r.walk()
             out += [[cls.name, m.name, m.lineno, *rec] for rec in r.out]
     return out

@@ -70,6 +70,6 @@ RULE = ConfigLayerIdIndex(
     name="config-layer-id-index",
     summary="a global layer id from a config list indexes a make_layers list",
     fix_applicability="safe",
-    version=3,
+    version=4,
     uses_facts=((FACTS_KEY, collect_facts, 1),),
 )
