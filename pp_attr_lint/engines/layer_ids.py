@@ -345,11 +345,11 @@ class ConfigIdReads(FlowWalker):
     ``self.<list>[v].attr`` (or ``self.a.<list>[v].attr``) with ``v`` a loop name over a config list
     of layer ids, or in ``load_weights`` a name assigned a layer id parsed from a checkpoint name.
     A read is left alone where the flow walker's guard tests what this rank owns
-    (:func:`decides_on_owner`: an enclosing test, an earlier ``if ...: continue``, a comprehension
-    filter, an ``and`` operand), where a handler of ``AttributeError`` protects it, where it never
-    runs, and in a lambda (it runs where it is called).  Call :meth:`walk`; ``out`` then holds
-    ``(chain, name, id source, attr, row, col, end_row, end_col, fix)`` per read (``fix``:
-    :meth:`fix_at`)."""
+    (:meth:`owner_guard`: an enclosing test, an earlier ``if ...: continue``, a comprehension
+    filter, an ``and`` operand, a local flag assigned such a test), where a handler of
+    ``AttributeError`` protects it, where it never runs, and in a lambda (it runs where it is
+    called).  Call :meth:`walk`; ``out`` then holds ``(chain, name, id source, attr, row, col,
+    end_row, end_col, fix)`` per read (``fix``: :meth:`fix_at`)."""
 
     def __init__(self, lists: frozenset, lines, fn):
         super().__init__(lines, fn, atom_of=owns_atom)
@@ -358,6 +358,7 @@ class ConfigIdReads(FlowWalker):
         self.current = None  # the simple statement whose expressions are walked
         self.loop = None  # the `for` statement whose target is being bound
         self.body_guard: dict = {}  # id(for statement) -> the guard of its body
+        self.owner_flags: set = set()  # locals assigned a test of what this rank owns, somewhere
 
     def loop_bindings(self, target, it) -> dict:
         """The names of ``target`` that take a config list's elements -> ``(source, loop)``
@@ -384,6 +385,18 @@ class ConfigIdReads(FlowWalker):
             if self.parsed and _PARSED_ID.fullmatch(ast.unparse(stmt.value)):
                 loops[name] = (ast.unparse(stmt.value), self.fn)
 
+    def assign(self, targets, value, guard) -> None:
+        """Note the local names assigned a test of what this rank owns: the walker reads a flag
+        set twice or under a test as an opaque atom (``owned@12``), which then still tells."""
+        if decides_on_owner(self.formula(value)):
+            self.owner_flags.update(t.id for t in targets if isinstance(t, ast.Name))
+
+    def owner_guard(self, guard: tuple) -> bool:
+        """Whether ``guard`` tests what this rank owns (:func:`decides_on_owner`), also through
+        an opaque atom of a local flag that was assigned such a test."""
+        return decides_on_owner(guard) or any(
+            a.rsplit("@", 1)[0] in self.owner_flags for a in atoms(guard) if "@" in a[1:])
+
     def expr(self, node, guard, guarded, protected, loops) -> None:
         if not isinstance(node, ast.Lambda):  # a lambda's body runs where it is called, if at all
             super().expr(node, guard, guarded, protected, loops)
@@ -396,7 +409,7 @@ class ConfigIdReads(FlowWalker):
         if not (base and base[0] == "self" and (len(base) > 2 or len(base) == 2 and base[1] in self.lists)
                 and isinstance(sub.slice, ast.Name) and loops.get(sub.slice.id) is not None):
             return
-        if protected or guard == FALSE or decides_on_owner(guard):
+        if protected or guard == FALSE or self.owner_guard(guard):
             return
         src, binder = loops[sub.slice.id]
         self.out.append((base, sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard)))

@@ -35,9 +35,13 @@ def through_a_flag():
     model().owned_scales_through_a_flag()
 
 
+def through_a_flag_if_enabled():
+    model().owned_scales_if_enabled()
+
+
 def after_a_test():
     model().owned_scales_after_a_test()
 
 
 PROBES = [after_a_comment, under_a_key_error_handler, under_an_attribute_error_handler, with_hasattr, if_enabled,
-          through_a_flag, after_a_test]
+          through_a_flag, through_a_flag_if_enabled, after_a_test]

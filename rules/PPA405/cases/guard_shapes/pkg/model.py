@@ -78,6 +78,17 @@ class ScaledModel(nn.Module):
             out.append(self.layers[layer_id].mlp.scale)
         return out
 
+    def owned_scales_if_enabled(self):
+        out = []
+        if self.config.use_scale:
+            for layer_id in self.config.moe_layer_ids:
+                owned = self.start_layer <= layer_id < self.end_layer  # a flag set under a test
+                if not owned:
+                    continue
+                # ok: PPA405
+                out.append(self.layers[layer_id].mlp.scale)
+        return out
+
     def owned_scales_after_a_test(self):
         return [
             layer_id
