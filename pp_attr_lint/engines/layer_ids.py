@@ -307,6 +307,7 @@ _PARSED_ID = re.compile(r"int\(\w+\.split\('[^']*'\)\[\d+\]\)")
 # decoder layer's attributes, so a test of the slot's type or attributes tells the ranks apart)
 _SLOT_TESTS = frozenset({"isinstance", "hasattr", "getattr"})
 OWNS = "@owns"  # the prefix of the atom of a test of what this rank owns (:func:`owns_atom`)
+HELPER = "@helper"  # the prefix of the atom of a call of a method that may test it (ConfigIdReads)
 
 
 def owns_test(node) -> bool:
@@ -348,11 +349,17 @@ class ConfigIdReads(FlowWalker):
     (:meth:`owner_guard`: an enclosing test, an earlier ``if ...: continue``, a comprehension
     filter, an ``and`` operand, a local flag assigned such a test), where a handler of
     ``AttributeError`` protects it, where it never runs, and in a lambda (it runs where it is
-    called).  Call :meth:`walk`; ``out`` then holds ``(chain, name, id source, attr, row, col,
-    end_row, end_col, fix)`` per read (``fix``: :meth:`fix_at`)."""
+    called).  A read whose guard calls a method of ``self`` that ``methods`` (the class's own,
+    name -> node) lacks or whose body names such a test (:meth:`test_atom`) cannot be told:
+    its record says so.  Call :meth:`walk`; ``out`` then holds ``(chain, name, id source, attr,
+    row, col, end_row, end_col, fix, unread)`` per read (``fix``: :meth:`fix_at`; ``unread``:
+    the text of such a call, else ``None``)."""
 
-    def __init__(self, lists: frozenset, lines, fn):
+    def __init__(self, lists: frozenset, lines, fn, methods: dict | None = None):
         super().__init__(lines, fn, atom_of=owns_atom)
+        self.atom_of = self.test_atom
+        self.methods = methods or {}
+        self.me = fn.args.args[0].arg if fn.args.args else None
         self.lists, self.out = lists, []
         self.parsed = "load_weights" in fn.name
         self.current = None  # the simple statement whose expressions are walked
@@ -385,6 +392,20 @@ class ConfigIdReads(FlowWalker):
             if self.parsed and _PARSED_ID.fullmatch(ast.unparse(stmt.value)):
                 loops[name] = (ast.unparse(stmt.value), self.fn)
 
+    def test_atom(self, node) -> tuple | None:
+        """The ``atom_of`` of the walk: :func:`owns_atom`, else the atom ``@helper <text>`` for a
+        call ``self.m(...)`` whose method the class does not define itself or whose body names a
+        test of :func:`owns_test` (``self.is_local(layer_id)``: which ids it passes cannot be told
+        here), else ``None``."""
+        got = owns_atom(node)
+        if got is not None or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                                   and isinstance(node.func.value, ast.Name) and node.func.value.id == self.me):
+            return got
+        helper = self.methods.get(node.func.attr)
+        if helper is None or owns_test(helper):
+            return ("a", f"{HELPER} {ast.unparse(node)}")
+        return None
+
     def assign(self, targets, value, guard) -> None:
         """Note the local names assigned a test of what this rank owns: the walker reads a flag
         set twice or under a test as an opaque atom (``owned@12``), which then still tells."""
@@ -412,7 +433,8 @@ class ConfigIdReads(FlowWalker):
         if protected or guard == FALSE or self.owner_guard(guard):
             return
         src, binder = loops[sub.slice.id]
-        self.out.append((base, sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard)))
+        unread = next((a[len(HELPER) + 1:] for a in sorted(atoms(guard)) if a.startswith(HELPER)), None)
+        self.out.append((base, sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard), unread))
 
     def fix_at(self, loop, guard):
         """``[row, col, indent]`` of the first statement of ``loop``, the ``for`` loop that binds
@@ -436,7 +458,8 @@ class ConfigIdReads(FlowWalker):
 
 def config_id_reads(tree, lines) -> list:
     """``[[class, method, def line, list chain, name, id source, attr, line, col, end_line,
-    end_col, fix]]`` (``fix``: :meth:`ConfigIdReads.fix_at`); a chain of more than two names is a list of
+    end_col, fix, unread]]`` (``fix``: :meth:`ConfigIdReads.fix_at`; ``unread``: the call of a helper
+    on the way that may test the rank's range, :class:`ConfigIdReads`); a chain of more than two names is a list of
     another object, told at check time."""
     out = []
 
@@ -464,7 +487,7 @@ def config_id_reads(tree, lines) -> list:
                 continue
             if "config" not in body and not ("load_weights" in m.name and ".split(" in body):
                 continue
-            r = ConfigIdReads(frozenset(lists), lines, m)
+            r = ConfigIdReads(frozenset(lists), lines, m, {f.name: f for f in methods})
             r.walk()
             out += [[cls.name, m.name, m.lineno, *rec] for rec in r.out]
     return out

@@ -27,7 +27,7 @@ class ConfigLayerIdIndex(Rule):
         from pp_attr_lint.semantic.model import RankFacts
 
         rf, out, fixed = RankFacts.of(ctx), [], set()  # fixed: one skip per loop fixes its other reads
-        for cls, method, fline, chain, var, src, attr, line, col, end_line, end_col, at in facts:
+        for cls, method, fline, chain, var, src, attr, line, col, end_line, end_col, at, unread in facts:
             recv, lst, how = ".".join(chain[:-1]), chain[-1], f"`self.{chain[-1]}` is assigned from `make_layers` in `{cls}`"
             if len(chain) > 2:  # a list of another object: the semantic model tells whose
                 owners, how = rf.list_owners(tuple(chain), cls, fline)
@@ -36,6 +36,10 @@ class ConfigLayerIdIndex(Rule):
                     continue
                 if not how.startswith("`") or rf.conditional_list_note(owners, lst) is not None:
                     at = None  # the range attributes of the owner are not established: help text only
+            if unread is not None:  # a helper on the way may skip the ids this rank lacks
+                why = ("stage-guard", f"`{unread}` on the way to the read may test what this rank owns", None)
+                out += rf.unless_refused(self.code, cls, [read_not_judged(self.code, ctx, why, chain, (line, col))])
+                continue
             fix, rng = None, f"{recv}.start_layer <= {var} < {recv}.end_layer"
             if at is not None and (at[0], at[1]) not in fixed:
                 fixed.add((at[0], at[1]))
@@ -70,6 +74,6 @@ RULE = ConfigLayerIdIndex(
     name="config-layer-id-index",
     summary="a global layer id from a config list indexes a make_layers list",
     fix_applicability="safe",
-    version=4,
+    version=5,
     uses_facts=((FACTS_KEY, collect_facts, 1),),
 )
