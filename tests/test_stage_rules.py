@@ -334,3 +334,46 @@ def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("m.py", 14)], r.stdout
     r = run_cli(*args, cwd=_write(tmp_path / "refused", {**base, "eng/hook.py": hook}))
     assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
+
+
+HELPER_GUARDED = '''
+from vllm.model_executor.models.utils import make_layers
+
+
+class Model:
+    def __init__(self, config):
+        self.config = config
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, lambda prefix: None, prefix="layers")
+
+    def is_local(self, layer_id):
+        return self.start_layer <= layer_id < self.end_layer
+
+    def is_moe(self, layer_id):
+        return layer_id in self.config.moe_layer_ids
+
+    def mlps(self):
+        out = []
+        for layer_id in self.config.engram_layer_ids:
+            if not self.is_local(layer_id):
+                continue
+            out.append(self.layers[layer_id].mlp)
+        for layer_id in self.config.engram_layer_ids:
+            if self.is_moe(layer_id):
+                out.append(self.layers[layer_id].mlp)
+        return out
+'''
+
+
+def test_a_config_id_read_behind_a_helper_is_not_judged(tmp_path):
+    """PPA405: a read after ``if not self.is_local(i): continue`` depends on what the helper
+    tests (its body names ``start_layer``): not judged; a helper whose body names nothing of the
+    rank (``is_moe``) is no guard, and the read under it is reported."""
+    root = _write(tmp_path, {"model.py": HELPER_GUARDED})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA405", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert [(f["location"]["row"], f["code"]) for f in r.json()] == [(24, "PPA405")], r.stdout
+    nj = r.not_judged()
+    assert [(d["location"]["row"], d["reason"]) for d in nj] == [(21, "stage-guard")], nj
+    assert "self.is_local(layer_id)" in nj[0]["detail"]

@@ -10,7 +10,9 @@ range on every stage that does not hold that layer.
 * :func:`accessors`: the accessors a module defines (a rule's ``collect``);
 * :func:`accessor_of`: which accessor a call runs for the classes its receiver may hold, and
   whether each class is built with a stage's ``start_layer`` (:func:`stage_built`);
-* :func:`layer_id_constant`: a literal layer id.
+* :func:`layer_id_constant`: a literal layer id;
+* :func:`config_id_reads`: the reads ``self.layers[i].attr`` of a ``make_layers`` list with ``i``
+  a global layer id of a config list or parsed from a checkpoint weight's name (PPA405).
 """
 
 from __future__ import annotations
@@ -18,8 +20,13 @@ from __future__ import annotations
 import ast
 import re
 
+from ..index.astutil import module_classes
+from ..index.astutil import walk as fast_walk
 from ..semantic.callsites import argument, name_uses, positional, rebound, self_attr
 from ..semantic.constructions import NotEstablished, dotted
+from ..semantic.flow import FlowWalker
+from ..semantic.guards import FALSE, RANK_ATOMS, STAGE_POSITION_NAMES, atoms, rank_predicate
+from ..semantic.loader import SKIP_CALL, decides_on_rank
 
 # an accessor's index: the global layer id minus the stage's first layer
 INDEX = re.compile(rb"-\s*self\.start_layer\b")
@@ -151,7 +158,6 @@ def stage_built(receivers, key) -> str | None:
     return None
 
 
-
 def accessor_of(receivers, classes, m: str, own: dict, facts_of):
     """The accessor of the checked file that ``x.m(...)`` runs for receiver classes ``classes``
     (:meth:`Receivers.classes <pp_attr_lint.semantic.constructions.Receivers.classes>`), with the
@@ -230,3 +236,258 @@ def stub_statement(st) -> bool:
     if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
         return isinstance(st.value.value, str) or st.value.value is Ellipsis
     return isinstance(st, ast.Raise) and "NotImplementedError" in ast.unparse(st)
+
+
+# -- reads indexed by a config's (or a checkpoint name's) global layer ids ----------------------
+# PPA405: ``self.layers[i].attr`` where ``self.layers`` comes from vLLM's ``make_layers``
+# (``vllm/model_executor/models/utils.py``: ``PPMissingLayer`` outside ``[start_layer, end_layer)``)
+# and ``i`` walks a config list of global ids or is parsed from a checkpoint weight's name.
+
+# the range attributes a make_layers tuple assigns besides the list (vLLM: start, end, list)
+_RANGE = frozenset({"start_layer", "end_layer"})
+# calls that keep the elements of their (first) iterable
+_PASS_THROUGH = frozenset({"sorted", "list", "set", "tuple", "reversed", "frozenset"})
+
+
+# a config attribute that names layers (`config.engram_layer_ids`, `hf_config.moe_layers`), not a
+# count (`num_hidden_layers`, `n_layer`) or a norm's epsilon (`layer_norm_eps`): what the prefilter
+# and the loop sources agree on
+CONFIG_LAYERS = re.compile(rb"config\.(?!num_|n_|layer_norm)[A-Za-z_]*layer")
+LONG_CHAIN = re.compile(rb"self(?:\.\w+){2,}\[")  # `self.model.layers[`: a list of another object
+
+
+def _chain(node) -> list | None:
+    """``["self", "config", "x"]`` for ``self.config.x``; ``None`` for other expressions."""
+    out = []
+    while isinstance(node, ast.Attribute):
+        out.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    out.append(node.id)
+    return out[::-1]
+
+
+def _config_list(node) -> str | None:
+    """The text of ``node`` when it is an attribute of a model config naming layers
+    (``config.engram_layer_ids``, ``self.config.moe_layer_ids``); ``None`` otherwise."""
+    c = _chain(node)
+    if c is None or len(c) < 2 or not CONFIG_LAYERS.search(f"config.{c[-1]}".encode()):
+        return None
+    if not any(p == "config" or p.endswith("_config") for p in c[:-1]):
+        return None
+    return ".".join(c)
+
+
+def _bind(target, it, env: dict) -> None:
+    """Record in ``env`` the loop names of ``target`` that take the config list's elements from
+    iterable ``it`` (through ``zip``, ``enumerate`` and :data:`_PASS_THROUGH` calls)."""
+    while isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in _PASS_THROUGH \
+            and len(it.args) == 1:
+        it = it.args[0]
+    if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id in ("zip", "enumerate") \
+            and not it.keywords:
+        if not isinstance(target, ast.Tuple):
+            return
+        pairs = list(zip(target.elts, it.args)) if it.func.id == "zip" else \
+            ([(target.elts[1], it.args[0])] if len(target.elts) == 2 and it.args else [])
+        for t, a in pairs:
+            _bind(t, a, env)
+        return
+    src = _config_list(it)
+    if src is not None and isinstance(target, ast.Name):
+        env[target.id] = src
+
+
+# a global layer id read from a checkpoint weight's name (`model.layers.7.mlp.up_proj.weight`)
+_PARSED_ID = re.compile(r"int\(\w+\.split\('[^']*'\)\[\d+\]\)")
+
+
+# names of calls whose test decides on what a layer slot holds (a placeholder has none of a
+# decoder layer's attributes, so a test of the slot's type or attributes tells the ranks apart)
+_SLOT_TESTS = frozenset({"isinstance", "hasattr", "getattr"})
+OWNS = "@owns"  # the prefix of the atom of a test of what this rank owns (:func:`owns_atom`)
+HELPER = "@helper"  # the prefix of the atom of a call of a method that may test it (ConfigIdReads)
+
+
+def owns_test(node) -> bool:
+    """Whether test ``node`` decides on what this rank owns: it reads a name of
+    :data:`~pp_attr_lint.semantic.guards.STAGE_WORDS` (``start_layer``, ``end_layer``,
+    ``PPMissingLayer``, the pipeline group and its rank predicates) or of
+    :data:`~pp_attr_lint.semantic.guards.STAGE_POSITION_NAMES` (``pp_rank``), a ``pp_missing...``
+    name (:func:`~pp_attr_lint.semantic.loader.decides_on_rank`), vLLM's
+    ``is_pp_missing_parameter`` (``vllm/model_executor/models/utils.py``), or calls ``isinstance``
+    / ``hasattr`` / ``getattr``.  Reads names, not text: a comment or a string says nothing."""
+    for sub in fast_walk(node):
+        name = sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(sub, ast.Attribute) else None
+        if name is not None and (decides_on_rank(name) or name == SKIP_CALL or name in STAGE_POSITION_NAMES
+                                 or name in _SLOT_TESTS):
+            return True
+    return False
+
+
+def owns_atom(node) -> tuple | None:
+    """An ``atom_of`` for :class:`~pp_attr_lint.semantic.flow.FlowWalker`: the atom
+    ``@owns <text>`` for a test of :func:`owns_test` that is not a rank predicate (those keep
+    their ``@first`` / ``@last`` atoms), ``None`` for other tests (named as usual)."""
+    if rank_predicate(node) is None and owns_test(node):
+        return ("a", f"{OWNS} {ast.unparse(node)}")
+    return None
+
+
+def decides_on_owner(guard: tuple) -> bool:
+    """Whether guard formula ``guard`` (of a walk with :func:`owns_atom`) tests what this rank
+    owns: it names a rank atom or an ``@owns`` atom."""
+    return any(a in RANK_ATOMS or a.startswith(OWNS) for a in atoms(guard))
+
+
+class ConfigIdReads(FlowWalker):
+    """Finds, in method ``fn`` of a class whose ``make_layers`` lists are ``lists``, the reads
+    ``self.<list>[v].attr`` (or ``self.a.<list>[v].attr``) with ``v`` a loop name over a config list
+    of layer ids, or in ``load_weights`` a name assigned a layer id parsed from a checkpoint name.
+    A read is left alone where the flow walker's guard tests what this rank owns
+    (:meth:`owner_guard`: an enclosing test, an earlier ``if ...: continue``, a comprehension
+    filter, an ``and`` operand, a local flag assigned such a test), where a handler of
+    ``AttributeError`` protects it, where it never runs, and in a lambda (it runs where it is
+    called).  A read whose guard calls a method of ``self`` that ``methods`` (the class's own,
+    name -> node) lacks or whose body names such a test (:meth:`test_atom`) cannot be told:
+    its record says so.  Call :meth:`walk`; ``out`` then holds ``(chain, name, id source, attr,
+    row, col, end_row, end_col, fix, unread)`` per read (``fix``: :meth:`fix_at`; ``unread``:
+    the text of such a call, else ``None``)."""
+
+    def __init__(self, lists: frozenset, lines, fn, methods: dict | None = None):
+        super().__init__(lines, fn, atom_of=owns_atom)
+        self.atom_of = self.test_atom
+        self.methods = methods or {}
+        self.me = fn.args.args[0].arg if fn.args.args else None
+        self.lists, self.out = lists, []
+        self.parsed = "load_weights" in fn.name
+        self.current = None  # the simple statement whose expressions are walked
+        self.loop = None  # the `for` statement whose target is being bound
+        self.body_guard: dict = {}  # id(for statement) -> the guard of its body
+        self.owner_flags: set = set()  # locals assigned a test of what this rank owns, somewhere
+
+    def loop_bindings(self, target, it) -> dict:
+        """The names of ``target`` that take a config list's elements -> ``(source, loop)``
+        (``loop`` the ``for`` statement, ``None`` in a comprehension); its other names -> ``None``
+        (bound again: no longer an id)."""
+        ids: dict = {}
+        _bind(target, it, ids)
+        loop = self.loop if self.loop is not None and self.loop.target is target else None
+        out: dict = {n.id: None for n in fast_walk(target) if isinstance(n, ast.Name)}
+        out.update({k: (v, loop) for k, v in ids.items()})
+        return out
+
+    def stmt(self, stmt, guard, guarded, protected, loops) -> None:
+        simple = isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr, ast.Return, ast.Delete,
+                                   ast.Raise, ast.Assert))
+        saved, self.current = (self.current, self.loop), (stmt if simple else None)
+        if isinstance(stmt, (ast.For, ast.AsyncFor)):
+            self.body_guard[id(stmt)], self.loop = guard, stmt
+        super().stmt(stmt, guard, guarded, protected, loops)
+        self.current, self.loop = saved
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            name = stmt.targets[0].id
+            loops.pop(name, None)  # bound again (`loops` is the block's own: its later statements see it)
+            if self.parsed and _PARSED_ID.fullmatch(ast.unparse(stmt.value)):
+                loops[name] = (ast.unparse(stmt.value), self.fn)
+
+    def test_atom(self, node) -> tuple | None:
+        """The ``atom_of`` of the walk: :func:`owns_atom`, else the atom ``@helper <text>`` for a
+        call ``self.m(...)`` whose method the class does not define itself or whose body names a
+        test of :func:`owns_test` (``self.is_local(layer_id)``: which ids it passes cannot be told
+        here), else ``None``."""
+        got = owns_atom(node)
+        if got is not None or not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                                   and isinstance(node.func.value, ast.Name) and node.func.value.id == self.me):
+            return got
+        helper = self.methods.get(node.func.attr)
+        if helper is None or owns_test(helper):
+            return ("a", f"{HELPER} {ast.unparse(node)}")
+        return None
+
+    def assign(self, targets, value, guard) -> None:
+        """Note the local names assigned a test of what this rank owns: the walker reads a flag
+        set twice or under a test as an opaque atom (``owned@12``), which then still tells."""
+        if decides_on_owner(self.formula(value)):
+            self.owner_flags.update(t.id for t in targets if isinstance(t, ast.Name))
+
+    def owner_guard(self, guard: tuple) -> bool:
+        """Whether ``guard`` tests what this rank owns (:func:`decides_on_owner`), also through
+        an opaque atom of a local flag that was assigned such a test."""
+        return decides_on_owner(guard) or any(
+            a.rsplit("@", 1)[0] in self.owner_flags for a in atoms(guard) if "@" in a[1:])
+
+    def expr(self, node, guard, guarded, protected, loops) -> None:
+        if not isinstance(node, ast.Lambda):  # a lambda's body runs where it is called, if at all
+            super().expr(node, guard, guarded, protected, loops)
+
+    def attribute(self, node, guard, guarded, protected, loops) -> None:
+        if not loops or not isinstance(node.value, ast.Subscript):
+            return
+        sub = node.value
+        base = _chain(sub.value)
+        if not (base and base[0] == "self" and (len(base) > 2 or len(base) == 2 and base[1] in self.lists)
+                and isinstance(sub.slice, ast.Name) and loops.get(sub.slice.id) is not None):
+            return
+        if protected or guard == FALSE or self.owner_guard(guard):
+            return
+        src, binder = loops[sub.slice.id]
+        unread = next((a[len(HELPER) + 1:] for a in sorted(atoms(guard)) if a.startswith(HELPER)), None)
+        self.out.append((base, sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard), unread))
+
+    def fix_at(self, loop, guard):
+        """``[row, col, indent]`` of the first statement of ``loop``, the ``for`` loop that binds
+        the read's id, where a skip of the ids this rank does not own changes nothing on a rank
+        where the read works: the read is in a plain statement of the loop's own body, under the
+        body's guard (evaluated whenever that statement runs), after plain statements only;
+        ``None`` otherwise."""
+        if not isinstance(loop, (ast.For, ast.AsyncFor)) or loop.orelse or self.current not in loop.body \
+                or guard != self.body_guard.get(id(loop)):
+            return None
+        first = loop.body[0]
+        if first.lineno == loop.lineno:
+            return None  # `for x in y: stmt` on one line
+        before = loop.body[:loop.body.index(self.current)]
+        if not all(isinstance(b, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)) for b in before):
+            return None
+        text = self.lines.lines[first.lineno - 1]
+        indent = text[:len(text) - len(text.lstrip())]
+        return [first.lineno, self.lines.col(first.lineno, first.col_offset), indent]
+
+
+def config_id_reads(tree, lines) -> list:
+    """``[[class, method, def line, list chain, name, id source, attr, line, col, end_line,
+    end_col, fix, unread]]`` (``fix``: :meth:`ConfigIdReads.fix_at`; ``unread``: the call of a helper
+    on the way that may test the rank's range, :class:`ConfigIdReads`); a chain of more than two names is a list of
+    another object, told at check time."""
+    out = []
+
+    def source(node):
+        return "".join(lines.lines[node.lineno - 1:node.end_lineno])
+
+    for cls in module_classes(tree):
+        methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        lists = set()
+        for m in methods:
+            if "make_layers" not in source(m):
+                continue
+            for st in fast_walk(m):
+                if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) \
+                        and (_chain(st.value.func) or [""])[-1] == "make_layers":
+                    for t in st.targets:
+                        if isinstance(t, ast.Tuple):
+                            names = [c[1] for c in map(_chain, t.elts) if c and len(c) == 2 and c[0] == "self"]
+                            rest = [n for n in names if n not in _RANGE]
+                            if len(names) == len(t.elts) == 3 and len(rest) == 1 and set(names) - set(rest) == _RANGE:
+                                lists.add(rest[0])
+        for m in methods:
+            body = source(m)
+            if not any(f"self.{a}[" in body for a in lists) and not LONG_CHAIN.search(body.encode()):
+                continue
+            if "config" not in body and not ("load_weights" in m.name and ".split(" in body):
+                continue
+            r = ConfigIdReads(frozenset(lists), lines, m, {f.name: f for f in methods})
+            r.walk()
+            out += [[cls.name, m.name, m.lineno, *rec] for rec in r.out]
+    return out

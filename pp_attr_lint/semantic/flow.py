@@ -8,7 +8,7 @@ filters (as checks of receivers), ``try`` bodies under handlers of ``AttributeEr
 ``contextlib.suppress``, local flags assigned once (``keep = pp.is_first_rank or tie``) and
 nested functions called by name.  A subclass records what it needs through the hooks
 :meth:`FlowWalker.assign`, :meth:`FlowWalker.attribute`, :meth:`FlowWalker.call` and
-:meth:`FlowWalker.loop_binding`; :class:`ReturnWalker` and :class:`CallWalker` are two such.
+:meth:`FlowWalker.loop_binding` (:meth:`FlowWalker.loop_bindings`); :class:`ReturnWalker` and :class:`CallWalker` are two such.
 """
 
 from __future__ import annotations
@@ -161,6 +161,13 @@ class FlowWalker:
         comprehension); ``None`` binds nothing."""
         return None
 
+    def loop_bindings(self, target: ast.AST, it: ast.AST) -> dict:
+        """Name -> value for each name to bind in ``loops`` for a loop ``for target in it`` (also
+        of a comprehension): by default the one pair of :meth:`loop_binding`, if any; a subclass
+        that binds several names (``for a, b in zip(x, y)``) overrides this."""
+        bound = self.loop_binding(target, it)
+        return {} if bound is None else {bound[0]: bound[1]}
+
     # statements ------------------------------------------------------------------------------
     def block(self, body: list, guard: tuple, guarded: frozenset, protected: bool, loops: dict) -> None:
         self.depth += 1
@@ -201,9 +208,7 @@ class FlowWalker:
             self.exprs([stmt.iter], guard, guarded, protected, loops)
             inner = dict(loops)
             if isinstance(stmt.target, (ast.Name, ast.Tuple)):
-                bound = self.loop_binding(stmt.target, stmt.iter)
-                if bound is not None:
-                    inner[bound[0]] = bound[1]
+                inner.update(self.loop_bindings(stmt.target, stmt.iter))
             self.maybe += 1  # the body may run no time; `else` not after a `break`
             self.block(stmt.body, guard, guarded, protected, inner)
             self.block(stmt.orelse, guard, guarded, protected, loops)
@@ -290,9 +295,7 @@ class FlowWalker:
             chains = set(guarded)
             for gen in node.generators:
                 self.expr(gen.iter, guard, frozenset(chains), protected, inner)
-                bound = self.loop_binding(gen.target, gen.iter)
-                if bound is not None:
-                    inner[bound[0]] = bound[1]
+                inner.update(self.loop_bindings(gen.target, gen.iter))
             g = guard  # a filter runs where the ones before it held, the element where all did
             for gen in node.generators:
                 for cond in gen.ifs:
