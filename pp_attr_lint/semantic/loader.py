@@ -93,7 +93,10 @@ class LoaderFunction:
         self.apart: list[tuple[int, int, int, int]] = []
         scopes: list = []
         self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
+        joined: set[int] = set()  # ids of membership tests that decide only with another operand
         for node in _own_nodes(fn, scopes):
+            if isinstance(node, ast.BoolOp):  # met before the tests in it (the walk is top-down)
+                _joined_tests(node, False, frozenset(), joined)
             if isinstance(node, (ast.Assign, ast.NamedExpr)):
                 self.assigns.append(node)
             if isinstance(node, ast.Assign) and _params_dict_call(node.value):
@@ -125,7 +128,7 @@ class LoaderFunction:
                         and isinstance(node.args[0], ast.Name):
                     self.guards.append((node.lineno, node.args[0].id, frozenset()))  # params_dict.get(name)
             elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
-                    and not all(_literal(c) for c in node.comparators):
+                    and not all(_literal(c) for c in node.comparators) and id(node) not in joined:
                 # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`; a test
                 # against literals (`weight_name in ["w1", "v1"]`) picks a mapping, it tests no key
                 within = frozenset(n.id for c in node.comparators for n in fast_walk(c) if isinstance(n, ast.Name))
@@ -185,6 +188,26 @@ class LoaderFunction:
         """Whether a test at line ``guard`` can have run on the way to ``line``: not when it lies
         in a block and ``line`` in that block's ``else:``."""
         return not any(a <= guard <= b and c <= line <= d for a, b, c, d in self.apart)
+
+
+def _joined_tests(node, negated: bool, ops: frozenset, out: set) -> None:
+    """Add to ``out`` the ids of the membership tests in boolean expression ``node`` that do not
+    decide on their own whether the key is a parameter: a test of absence joined with ``and``
+    (``if name.endswith(".bias") and name not in params_dict: continue`` skips only the bias
+    names: every other name goes on to the lookup) or a test of presence joined with ``or``
+    (``if name in params_dict or extra:`` enters without the name).  ``not`` is read through
+    (De Morgan): ``negated`` says an odd number of ``not`` lie above, ``ops`` the connectives
+    ("and", "or") met on the way down, as they act after the negation."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _joined_tests(node.operand, not negated, ops, out)
+    elif isinstance(node, ast.BoolOp):
+        op = "and" if isinstance(node.op, ast.And) != negated else "or"
+        for value in node.values:
+            _joined_tests(value, negated, ops | {op}, out)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+        absent = isinstance(node.ops[0], ast.NotIn) != negated
+        if ("and" if absent else "or") in ops:
+            out.add(id(node))
 
 
 def _names_in(expr) -> tuple[set[str], bool]:
