@@ -99,7 +99,7 @@ def test_parameter_lookups_finds_the_lookup_no_skip_covers():
     assert got["layered"] == ["Model"]
     # the skipped lookup in load_weights is covered; the helper's, handed the dict, is not
     row = LOADER.splitlines().index("        params[name].copy_(w)") + 1
-    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q in got["lookups"]] == [
+    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q, _qc in got["lookups"]] == [
         ("Model", row, "params", "name", "_load_one")]
 
 

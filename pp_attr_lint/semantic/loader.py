@@ -86,7 +86,8 @@ class LoaderFunction:
         self.lookups: list = []  # Subscript nodes (dict name, key name)
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
-        self.quant_derived: set[str] = set()  # names computed from `self.quant_config`
+        # names computed from `self.quant_config` -> the (method, line) it was called for there
+        self.quant_derived: dict[str, set] = {}
         # (first, last line of a block, first, last line of a block no test in it covers): the
         # body of an `if` and its `else:`, and a loop's body and its `else:` (run when no
         # iteration broke out: a test in the body that skips to the next item never ran for it)
@@ -108,8 +109,9 @@ class LoaderFunction:
                 names = [n.id for t in targets for n in fast_walk(t) if isinstance(n, ast.Name)]
                 for n in names:
                     self.derived.setdefault(n, set()).update(used)
-                if quant and isinstance(node, (ast.Assign, ast.NamedExpr)):
-                    self.quant_derived.update(names)
+                if quant is not None and isinstance(node, (ast.Assign, ast.NamedExpr)):
+                    for n in names:
+                        self.quant_derived.setdefault(n, set()).update(quant)
             if isinstance(node, (ast.For, ast.comprehension)):
                 used = {n.id for n in fast_walk(node.iter) if isinstance(n, ast.Name)}
                 for n in fast_walk(node.target):
@@ -211,13 +213,18 @@ def _joined_tests(node, negated: bool, ops: frozenset, out: set) -> None:
 
 
 def _names_in(expr) -> tuple[set[str], bool]:
-    """The names ``expr`` reads, and whether it reads an attribute ``quant_config`` (one walk)."""
-    names, quant = set(), False
+    """The names ``expr`` reads, and, when it reads an attribute ``quant_config``, the methods it
+    calls on it with their lines (``{("get_cache_scale", 12)}``; empty for a plain read), else
+    ``None`` (one walk)."""
+    names, quant = set(), None
     for n in fast_walk(expr):
         if isinstance(n, ast.Name):
             names.add(n.id)
         elif isinstance(n, ast.Attribute) and n.attr == "quant_config":
-            quant = True
+            quant = quant or set()
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and isinstance(n.func.value, ast.Attribute) and n.func.value.attr == "quant_config":
+            quant = (quant or set()) | {(n.func.attr, n.lineno)}
     return names, quant
 
 
@@ -299,10 +306,11 @@ def nodes_naming(cls, lines, word: str):
 def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
     name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
-    end_col, dict name, key name, function qualname, quant]`` for each ``params_dict[key]`` of
+    end_col, dict name, key name, function qualname, quant, quant calls]`` for each ``params_dict[key]`` of
     ``lw``, its nested functions or a helper it hands a parameter dict, that no skip covers on
     every path (callers followed up to :data:`MAX_CALL_DEPTH`); ``quant`` when the key is computed
-    from ``self.quant_config``.  Nothing is raised."""
+    from ``self.quant_config``, ``quant calls`` the ``[method, line]`` it calls on it for that
+    (``get_cache_scale``).  Nothing is raised."""
     out = []
     root = LoaderFunction(lw, "load_weights", None)
     funcs = [root]
@@ -394,7 +402,9 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
                 continue
             # a key the quantization config maps (`quant_config.get_cache_scale(name)`): only
             # checkpoints that hold such tensors (per-layer KV-cache scales) reach the lookup
-            quant = bool(f.roots(key) & f.quant_derived)
+            roots = f.roots(key) & set(f.quant_derived)
+            calls = sorted({c for n in roots for c in f.quant_derived[n]})
             out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
-                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname, quant])
+                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname,
+                        bool(roots), [list(c) for c in calls]])
     return out
