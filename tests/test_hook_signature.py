@@ -50,4 +50,4 @@ def test_no_runner_call_in_the_tree_is_not_judged(tmp_path):
     shutil.copytree(CASE, root)
     got = _check(root, stubs)
     assert {r["location"]["row"]: r.get("reason") for r in got if r.get("reason")} == {
-        24: "engine-fact-unknown", 35: "engine-fact-unknown", 52: "engine-fact-unknown"}, got
+        24: "engine-fact-unknown", 35: "engine-fact-unknown", 52: "engine-fact-unknown", 77: "engine-fact-unknown"}, got

@@ -31,6 +31,22 @@ def _params(fn) -> dict:
             "vararg": a.vararg is not None, "kwarg": a.kwarg is not None}
 
 
+def _answers_none(fn) -> bool:
+    """Whether callable ``fn`` (a lambda or a function) only ever returns ``None``: a lambda whose
+    body is the constant ``None``, a function whose body holds only a docstring, ``pass`` and
+    ``return`` / ``return None``."""
+    if isinstance(fn, ast.Lambda):
+        return isinstance(fn.body, ast.Constant) and fn.body.value is None
+    for st in fn.body:
+        if isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant):
+            continue
+        if isinstance(st, ast.Pass) or (isinstance(st, ast.Return) and (
+                st.value is None or (isinstance(st.value, ast.Constant) and st.value.value is None))):
+            continue
+        return False
+    return True
+
+
 def _hook_target(stmt) -> bool:
     return isinstance(stmt, ast.Assign) and any(
         isinstance(t, ast.Attribute) and t.attr == F.PP_HOOK and isinstance(t.value, ast.Name) and t.value.id == "self"
@@ -64,8 +80,8 @@ def hook_callables(tree, lines) -> dict:
     ``self.make_empty_intermediate_tensors`` a lambda or a function defined in that ``__init__``
     (directly or as a branch of ``a if test else b``).  A record: ``line``, ``col``, ``end_line``,
     ``end_col`` (the callable), ``what`` (in words), ``when`` (the tests that pick it, in words;
-    ``None`` when always), ``switch`` (every such test is a setting's, :func:`_switch`), and its
-    parameters (see
+    ``None`` when always), ``switch`` (every such test is a setting's, :func:`_switch`), ``none``
+    (it only returns ``None``, :func:`_answers_none`), and its parameters (see
     :func:`binds`).  A callable is left out when a later statement of ``__init__`` assigns the hook
     again, unless that statement lies under an ``if`` whose test is the one that picks the other
     branch (``x if stage == "a" else lambda: None`` followed by ``if stage == "a": self.hook = ...``).
@@ -103,6 +119,7 @@ def hook_callables(tree, lines) -> dict:
                              "end_line": fn.lineno, "end_col": lines.col(fn.lineno, fn.col_offset) + (
                                  len("lambda") if isinstance(fn, ast.Lambda) else len("def " + fn.name)),
                              "what": what, "when": text, "switch": all(_switch(t) for t, _taken in when),
+                             "none": _answers_none(fn),
                              **_params(fn)})
         if recs:
             out[cls.name] = recs
@@ -154,29 +171,42 @@ def runner_calls(reader) -> list | None:
 
 def verdict(reader, cname: str, bad: dict):
     """What to say of class ``cname``'s hook ``bad`` (a :func:`hook_callables` record): ``None``
-    when a call of :func:`runner_calls` binds it; the detail of a read not judged (a string) when
-    no such call is found; else ``(message, explanation, help)`` of a finding."""
+    when a call of :func:`runner_calls` binds it and it may return something other than ``None``;
+    ``(reason, detail)`` of a read not judged when no such call is found (``engine-fact-unknown``)
+    or a test of what ``__init__`` built picks it (``branch-unread``); else ``(message,
+    explanation, help)`` of a finding: the runner's call does not bind (``TypeError``), or it
+    binds and the hook returns only ``None``."""
     from ..textio import display_path
 
     calls = runner_calls(reader)
     if not calls:
-        return ("engine-fact-unknown", f"`{cname}` assigns `{F.PP_HOOK}` {bad['what']}, and no call of the hook by a model runner (a "
-                f"`worker` module of the analysed tree) is found to check it against")
-    if any(binds(bad, n, kws) for _p, _l, n, kws in calls):
+        return ("engine-fact-unknown", f"`{cname}` assigns `{F.PP_HOOK}` {bad['what']}, and no call of the hook "
+                f"by a model runner (a `worker` module of the analysed tree) is found to check it against")
+    bound = [c for c in calls if binds(bad, c[2], c[3])]
+    if bound and not bad["none"]:
         return None
     if not bad["switch"]:
-        return ("branch-unread", f"`{cname}` assigns `{F.PP_HOOK}` {bad['what']} that no call of the hook by a model runner "
-                f"binds, but only when {bad['when']}, a test of what `__init__` built: whether any "
+        why = "it returns only `None`" if bound else "its call does not bind"
+        return ("branch-unread", f"`{cname}` assigns `{F.PP_HOOK}` {bad['what']} that the model runner cannot use "
+                f"({why}), but only when {bad['when']}, a test of what `__init__` built: whether any "
                 f"configuration picks it is not read")
-    path, line, n, kws = min(calls, key=lambda c: (c[0].count("/"), c[0]))
-    args = ", ".join([f"{n} positional argument{'s' * (n > 1)}"] * bool(n) + [f"`{k}=`" for k in kws]) or "no arguments"
+    path, line, n, kws = min(bound or calls, key=lambda c: (c[0].count("/"), c[0]))
+    args = ", ".join([f"{n} positional argument{'s' * (n > 1)}"] * bool(n) + [f"`{k}=`" for k in kws]) \
+        or "no arguments"
     when = f" (when {bad['when']})" if bad["when"] else ""  # a stage or mode setting
-    message = (f"`{cname}.__init__` assigns `{F.PP_HOOK}` {bad['what']}{when} that cannot take the model runner's "
-               f"call: the runner calls the hook with {args} ({display_path(path)}:{line}) on every "
-               f"pipeline-parallel rank but the first, to allocate the tensors it receives: TypeError there.")
+    if bound:  # it takes the call and answers None, as the protocol's stub does
+        message = (f"`{cname}.__init__` assigns `{F.PP_HOOK}` {bad['what']}{when} that returns `None`: the model "
+                   f"runner calls the hook ({display_path(path)}:{line}) on every pipeline-parallel rank but the "
+                   f"first and keeps what it returns as the tensors it receives into; with `None` it fails there "
+                   f"(vLLM's `sync_and_gather_intermediate_tensors` asserts they are not `None`).")
+    else:
+        message = (f"`{cname}.__init__` assigns `{F.PP_HOOK}` {bad['what']}{when} that cannot take the model "
+                   f"runner's call: the runner calls the hook with {args} ({display_path(path)}:{line}) on every "
+                   f"pipeline-parallel rank but the first, to allocate the tensors it receives: TypeError there.")
     explanation = [f"`{cname}` lists `SupportsPP`: the engine runs it under pipeline parallelism",
-                   f"its parameters: {', '.join(bad['args'] + bad['kwonly']) or 'none'}; no call of a model "
-                   f"runner found ({len(calls)}) binds to them"]
+                   f"its parameters: {', '.join(bad['args'] + bad['kwonly']) or 'none'}; " + (
+                       "it returns only `None`" if bound else f"no call of a model runner found ({len(calls)}) "
+                                                               f"binds to them")]
     help = (f"Take the runner's arguments (`lambda batch_size, dtype, device: ...`), or forward a hook that "
             f"does (`self.{F.PP_HOOK} = self.<inner model>.{F.PP_HOOK}`)")
     return message, explanation, help

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 from vllm.distributed import get_pp_group
 from vllm.v1.worker.gpu_model_runner import receive_buffers
 
-from pkg.omni import (ReplacedForConditionalGeneration, StagedForConditionalGeneration,
+from pkg.omni import (AnswersNoneForConditionalGeneration, ReplacedForConditionalGeneration, StagedForConditionalGeneration,
                       TakesArgsForConditionalGeneration, Token2WavForConditionalGeneration)
 
 THINKER = SimpleNamespace(model_stage="thinker")
@@ -33,7 +33,12 @@ def takes_args():
     _serve(ReplacedForConditionalGeneration(TALKER))
 
 
-PROBES = [staged, token2wav, takes_args]
+def answers_none():
+    _serve(AnswersNoneForConditionalGeneration(THINKER))
+    _serve(AnswersNoneForConditionalGeneration(TALKER))
+
+
+PROBES = [staged, token2wav, takes_args, answers_none]
 
 # the runner's call of the hook (TypeError) fails because of the hook the model assigned
-BLAME = {"pkg/omni.py:24": "run.py:18", "pkg/omni.py:35": "run.py:18"}
+BLAME = {"pkg/omni.py:24": "run.py:18", "pkg/omni.py:35": "run.py:18", "pkg/omni.py:77": "run.py:18"}

@@ -61,3 +61,18 @@ class ReplacedForConditionalGeneration(nn.Module, SupportsPP):
         # ok: PPA201
         self.make_empty_intermediate_tensors = lambda: None
         self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory(["hidden_states"], 4)
+
+
+class AnswersNoneForConditionalGeneration(nn.Module, SupportsPP):
+    """The other stage's hook takes any arguments but answers `None`, as the protocol's stub."""
+
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model_stage = config.model_stage
+        self.thinker = ThinkerModel(config) if self.model_stage == "thinker" else None
+        self.make_empty_intermediate_tensors = (
+            self.thinker.make_empty_intermediate_tensors
+            if self.model_stage == "thinker"
+            # ruleid: PPA201
+            else lambda *args, **kwargs: None
+        )
