@@ -82,7 +82,8 @@ class LoaderFunction:
         # also keeps the names of what it tests against (`weight_name in name` tests a substring
         # of the key, not the key against the parameters)
         self.guards: list[tuple[int, str, frozenset]] = []
-        self.opaque = False  # decides on ranks in a way not read here
+        # decides on ranks in a way not read here: (the name, its first line), else None
+        self.opaque: tuple[str, int] | None = None
         self.lookups: list = []  # Subscript nodes (dict name, key name)
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
@@ -118,9 +119,9 @@ class LoaderFunction:
                     if isinstance(n, ast.Name):
                         self.derived.setdefault(n.id, set()).update(used)
             if isinstance(node, ast.Name) and decides_on_rank(node.id):
-                self.opaque = True
+                self._decides(node.id, node.lineno)
             elif isinstance(node, ast.Attribute) and decides_on_rank(node.attr):
-                self.opaque = True
+                self._decides(node.attr, node.lineno)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
                 if isinstance(node.func, ast.Name) and node.func.id == SKIP_CALL and node.args \
@@ -147,6 +148,10 @@ class LoaderFunction:
 
         # the functions defined in the own body (not in a nested class or lambda)
         self.defs = [n for n in scopes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def _decides(self, name: str, line: int) -> None:
+        if self.opaque is None or line < self.opaque[1]:
+            self.opaque = (name, line)
 
     def checked_by_callee(self, dicts: set[str]) -> None:
         """Names computed by a call that is handed a parameter dict count as tested against it
@@ -262,7 +267,7 @@ def parameter_lookups(tree, lines) -> dict:
     while changed:  # a wrapper that constructs a layered class of this module holds its layers
         changed = False
         for c in classes:
-            if c.name in layered or "load_weights" not in texts[c.name]:
+            if c.name in layered:  # a class between (OPTModel builds OPTDecoder) holds them too
                 continue
             called = [name for name in layered if name + "(" in texts[c.name]]
             if called and any(
@@ -306,11 +311,14 @@ def nodes_naming(cls, lines, word: str):
 def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
     name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
-    end_col, dict name, key name, function qualname, quant, quant calls]`` for each ``params_dict[key]`` of
+    end_col, dict name, key name, function qualname, quant, quant calls, opaque]`` for each
+    ``params_dict[key]`` of
     ``lw``, its nested functions or a helper it hands a parameter dict, that no skip covers on
     every path (callers followed up to :data:`MAX_CALL_DEPTH`); ``quant`` when the key is computed
     from ``self.quant_config``, ``quant calls`` the ``[method, line]`` it calls on it for that
-    (``get_cache_scale``).  Nothing is raised."""
+    (``get_cache_scale``); ``opaque`` the ``[name, line]`` where the function decides on the rank
+    in a way not read here (``self.start_layer``), whose lookups are then not judged, else
+    ``None``.  Nothing is raised."""
     out = []
     root = LoaderFunction(lw, "load_weights", None)
     funcs = [root]
@@ -391,8 +399,6 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     for f in funcs:
         f.checked_by_callee(f.all_dicts())
     for f in funcs:
-        if f.opaque:
-            continue
         dicts = f.all_dicts()
         for sub in f.lookups:
             if sub.value.id not in dicts:
@@ -406,5 +412,5 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
             calls = sorted({c for n in roots for c in f.quant_derived[n]})
             out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
                         lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname,
-                        bool(roots), [list(c) for c in calls]])
+                        bool(roots), [list(c) for c in calls], list(f.opaque) if f.opaque else None])
     return out

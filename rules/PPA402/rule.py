@@ -44,7 +44,13 @@ class UnownedParameterLoad(Rule):
         from pp_attr_lint.model import NotJudged
 
         out = []
-        for cls, line, col, end_line, end_col, dname, key, func, quant, qcalls in facts["lookups"]:
+        for cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque in facts["lookups"]:
+            if opaque:  # the function decides on the rank with a name not read here
+                out.append(NotJudged(code=self.code, reason="stage-guard", path=ctx.file.path, row=line,
+                                     column=col + 1, detail=f"`{func}` decides on the rank with `{opaque[0]}` "
+                                     f"(line {opaque[1]}) in a way not read: whether it skips `{key}` on the ranks "
+                                     f"that lack the layer cannot be told"))
+                continue
             missing = [(m, at) for m, at in qcalls if rf.defines_method(m) is False]
             if missing:  # the key's own computation raises first, on every rank: the lookup never runs
                 m, at = missing[0]
@@ -80,5 +86,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=4,
+    version=5,
 )
