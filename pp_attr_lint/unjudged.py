@@ -43,6 +43,8 @@ REASONS: dict[str, tuple[str, str]] = {
     "engine-fact-unknown": ("a fact about the engine that decides the verdict is not in the analysed code (that "
                             "it refuses pipeline parallelism for a registered model without SupportsPP)",
                             "`--src DIR` with the engine's sources, or `--python PATH` with it installed"),
+    "branch-unread": ("the line matters only on a branch picked by a test of what the code built (`x is not None`), "
+                      "not of a setting: whether any configuration takes that branch is not read", ""),
     "fails-earlier": ("an earlier line always fails first: it imports a name that the engine release checked "
                       "against does not have, so the line is never reached", "pair the plugin with the engine "
                       "release it supports (`--src DIR`, `--python PATH`), or stop importing the name"),

@@ -99,14 +99,16 @@ def test_parameter_lookups_finds_the_lookup_no_skip_covers():
     assert got["layered"] == ["Model"]
     # the skipped lookup in load_weights is covered; the helper's, handed the dict, is not
     row = LOADER.splitlines().index("        params[name].copy_(w)") + 1
-    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q in got["lookups"]] == [
+    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q, _qc, _o in got["lookups"]] == [
         ("Model", row, "params", "name", "_load_one")]
 
 
-def test_a_function_that_decides_on_the_rank_itself_is_left_alone():
+def test_a_function_that_decides_on_the_rank_itself_is_marked_opaque():
+    """Its lookups carry where it decides on the rank (the rule lists them as not judged)."""
     source = LOADER.replace("        params[name].copy_(w)\n",
                             "        if name.startswith(self.start_layer):\n            params[name].copy_(w)\n")
     tree, lines = _parse(source)
-    assert loader.parameter_lookups(tree, lines)["lookups"] == []
+    got = loader.parameter_lookups(tree, lines)["lookups"]
+    assert got and all(rec[-1] and rec[-1][0] == "start_layer" for rec in got), got
     assert loader.decides_on_rank("start_layer") and loader.decides_on_rank("pp_missing_layer_names")
     assert not loader.decides_on_rank(loader.SKIP_CALL)

@@ -283,3 +283,29 @@ def hook_providers(r, key, inits) -> list[str]:
         if got and all(provides_hook(r, ck) for ck in got[0]):
             providers.append(attr)
     return providers
+
+
+def init_end(path: str, cname: str):
+    """Where a statement can be appended to the ``__init__`` of top-level class ``cname`` in the
+    file at ``path``: ``(indent column, end row, end column of its last statement, self name)``,
+    or ``None``."""
+    import ast
+
+    from pp_attr_lint.index.spec import LineIndex
+    from pp_attr_lint.textio import read_source
+
+    try:
+        text = read_source(path).text
+        tree = ast.parse(text)
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return None
+    lines = LineIndex(text)
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef) and node.name == cname:
+            for st in node.body:
+                if isinstance(st, ast.FunctionDef) and st.name == "__init__" and st.body:
+                    last = st.body[-1]
+                    return (lines.col(st.body[0].lineno, st.body[0].col_offset), last.end_lineno,
+                            lines.col(last.end_lineno, last.end_col_offset),
+                            (st.args.posonlyargs + st.args.args)[0].arg if st.args.args else None)
+    return None

@@ -278,6 +278,22 @@ class VllmEngine(Service):
         memo[(dirs, top)] = answer
         return answer
 
+    def defines_method(self, name: str) -> bool | None:
+        """Whether some file of the analysed tree (the checked root and the packages it imports
+        from, :meth:`TreeReader.scan_dirs`) defines a function ``name`` (``def name(``): a method
+        the checked code calls on an engine object (``self.quant_config.get_cache_scale(name)``)
+        that no class defines raises AttributeError (vLLM 0.30.0 has
+        ``QuantizationConfig.get_cache_scale_mapper`` and no ``get_cache_scale``).  ``None`` when
+        it cannot be told: no engine package (one with a model registry) is among the scanned
+        folders, or a file cannot be read."""
+        dirs = self.m.reader.scan_dirs()
+        if not dirs or not any(prefix and self.r.model_registry(prefix) for _folder, prefix in dirs):
+            own = self.ctx.module.split(".", 1)[0]
+            if self.r.model_registry(own) is None:
+                return None
+        files = self.m.reader.tree_file_paths(f"def {name}(".encode())
+        return None if files is None else bool(files)
+
     def drafter_module(self, module: str) -> bool | None:
         """Whether the model registry of ``module``'s top-level package lists classes of ``module``
         (by this module's name, or by a package above it that re-exports them) and lists them only in its table of speculative-decoding drafters

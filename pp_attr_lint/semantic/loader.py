@@ -82,18 +82,23 @@ class LoaderFunction:
         # also keeps the names of what it tests against (`weight_name in name` tests a substring
         # of the key, not the key against the parameters)
         self.guards: list[tuple[int, str, frozenset]] = []
-        self.opaque = False  # decides on ranks in a way not read here
+        # decides on ranks in a way not read here: (the name, its first line), else None
+        self.opaque: tuple[str, int] | None = None
         self.lookups: list = []  # Subscript nodes (dict name, key name)
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
-        self.quant_derived: set[str] = set()  # names computed from `self.quant_config`
+        # names computed from `self.quant_config` -> the (method, line) it was called for there
+        self.quant_derived: dict[str, set] = {}
         # (first, last line of a block, first, last line of a block no test in it covers): the
         # body of an `if` and its `else:`, and a loop's body and its `else:` (run when no
         # iteration broke out: a test in the body that skips to the next item never ran for it)
         self.apart: list[tuple[int, int, int, int]] = []
         scopes: list = []
         self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
+        joined: set[int] = set()  # ids of membership tests that decide only with another operand
         for node in _own_nodes(fn, scopes):
+            if isinstance(node, ast.BoolOp):  # met before the tests in it (the walk is top-down)
+                _joined_tests(node, False, frozenset(), joined)
             if isinstance(node, (ast.Assign, ast.NamedExpr)):
                 self.assigns.append(node)
             if isinstance(node, ast.Assign) and _params_dict_call(node.value):
@@ -105,17 +110,18 @@ class LoaderFunction:
                 names = [n.id for t in targets for n in fast_walk(t) if isinstance(n, ast.Name)]
                 for n in names:
                     self.derived.setdefault(n, set()).update(used)
-                if quant and isinstance(node, (ast.Assign, ast.NamedExpr)):
-                    self.quant_derived.update(names)
+                if quant is not None and isinstance(node, (ast.Assign, ast.NamedExpr)):
+                    for n in names:
+                        self.quant_derived.setdefault(n, set()).update(quant)
             if isinstance(node, (ast.For, ast.comprehension)):
                 used = {n.id for n in fast_walk(node.iter) if isinstance(n, ast.Name)}
                 for n in fast_walk(node.target):
                     if isinstance(n, ast.Name):
                         self.derived.setdefault(n.id, set()).update(used)
             if isinstance(node, ast.Name) and decides_on_rank(node.id):
-                self.opaque = True
+                self._decides(node.id, node.lineno)
             elif isinstance(node, ast.Attribute) and decides_on_rank(node.attr):
-                self.opaque = True
+                self._decides(node.attr, node.lineno)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
                 if isinstance(node.func, ast.Name) and node.func.id == SKIP_CALL and node.args \
@@ -125,7 +131,7 @@ class LoaderFunction:
                         and isinstance(node.args[0], ast.Name):
                     self.guards.append((node.lineno, node.args[0].id, frozenset()))  # params_dict.get(name)
             elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) \
-                    and not all(_literal(c) for c in node.comparators):
+                    and not all(_literal(c) for c in node.comparators) and id(node) not in joined:
                 # `name in params_dict`, `name.rsplit(".", 1)[0] not in present_prefixes`; a test
                 # against literals (`weight_name in ["w1", "v1"]`) picks a mapping, it tests no key
                 within = frozenset(n.id for c in node.comparators for n in fast_walk(c) if isinstance(n, ast.Name))
@@ -142,6 +148,10 @@ class LoaderFunction:
 
         # the functions defined in the own body (not in a nested class or lambda)
         self.defs = [n for n in scopes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+
+    def _decides(self, name: str, line: int) -> None:
+        if self.opaque is None or line < self.opaque[1]:
+            self.opaque = (name, line)
 
     def checked_by_callee(self, dicts: set[str]) -> None:
         """Names computed by a call that is handed a parameter dict count as tested against it
@@ -187,14 +197,39 @@ class LoaderFunction:
         return not any(a <= guard <= b and c <= line <= d for a, b, c, d in self.apart)
 
 
+def _joined_tests(node, negated: bool, ops: frozenset, out: set) -> None:
+    """Add to ``out`` the ids of the membership tests in boolean expression ``node`` that do not
+    decide on their own whether the key is a parameter: a test of absence joined with ``and``
+    (``if name.endswith(".bias") and name not in params_dict: continue`` skips only the bias
+    names: every other name goes on to the lookup) or a test of presence joined with ``or``
+    (``if name in params_dict or extra:`` enters without the name).  ``not`` is read through
+    (De Morgan): ``negated`` says an odd number of ``not`` lie above, ``ops`` the connectives
+    ("and", "or") met on the way down, as they act after the negation."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+        _joined_tests(node.operand, not negated, ops, out)
+    elif isinstance(node, ast.BoolOp):
+        op = "and" if isinstance(node.op, ast.And) != negated else "or"
+        for value in node.values:
+            _joined_tests(value, negated, ops | {op}, out)
+    elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+        absent = isinstance(node.ops[0], ast.NotIn) != negated
+        if ("and" if absent else "or") in ops:
+            out.add(id(node))
+
+
 def _names_in(expr) -> tuple[set[str], bool]:
-    """The names ``expr`` reads, and whether it reads an attribute ``quant_config`` (one walk)."""
-    names, quant = set(), False
+    """The names ``expr`` reads, and, when it reads an attribute ``quant_config``, the methods it
+    calls on it with their lines (``{("get_cache_scale", 12)}``; empty for a plain read), else
+    ``None`` (one walk)."""
+    names, quant = set(), None
     for n in fast_walk(expr):
         if isinstance(n, ast.Name):
             names.add(n.id)
         elif isinstance(n, ast.Attribute) and n.attr == "quant_config":
-            quant = True
+            quant = quant or set()
+        elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+                and isinstance(n.func.value, ast.Attribute) and n.func.value.attr == "quant_config":
+            quant = (quant or set()) | {(n.func.attr, n.lineno)}
     return names, quant
 
 
@@ -232,7 +267,7 @@ def parameter_lookups(tree, lines) -> dict:
     while changed:  # a wrapper that constructs a layered class of this module holds its layers
         changed = False
         for c in classes:
-            if c.name in layered or "load_weights" not in texts[c.name]:
+            if c.name in layered:  # a class between (OPTModel builds OPTDecoder) holds them too
                 continue
             called = [name for name in layered if name + "(" in texts[c.name]]
             if called and any(
@@ -276,10 +311,14 @@ def nodes_naming(cls, lines, word: str):
 def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
     name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
-    end_col, dict name, key name, function qualname, quant]`` for each ``params_dict[key]`` of
+    end_col, dict name, key name, function qualname, quant, quant calls, opaque]`` for each
+    ``params_dict[key]`` of
     ``lw``, its nested functions or a helper it hands a parameter dict, that no skip covers on
     every path (callers followed up to :data:`MAX_CALL_DEPTH`); ``quant`` when the key is computed
-    from ``self.quant_config``.  Nothing is raised."""
+    from ``self.quant_config``, ``quant calls`` the ``[method, line]`` it calls on it for that
+    (``get_cache_scale``); ``opaque`` the ``[name, line]`` where the function decides on the rank
+    in a way not read here (``self.start_layer``), whose lookups are then not judged, else
+    ``None``.  Nothing is raised."""
     out = []
     root = LoaderFunction(lw, "load_weights", None)
     funcs = [root]
@@ -360,8 +399,6 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     for f in funcs:
         f.checked_by_callee(f.all_dicts())
     for f in funcs:
-        if f.opaque:
-            continue
         dicts = f.all_dicts()
         for sub in f.lookups:
             if sub.value.id not in dicts:
@@ -371,7 +408,9 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
                 continue
             # a key the quantization config maps (`quant_config.get_cache_scale(name)`): only
             # checkpoints that hold such tensors (per-layer KV-cache scales) reach the lookup
-            quant = bool(f.roots(key) & f.quant_derived)
+            roots = f.roots(key) & set(f.quant_derived)
+            calls = sorted({c for n in roots for c in f.quant_derived[n]})
             out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
-                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname, quant])
+                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname,
+                        bool(roots), [list(c) for c in calls], list(f.opaque) if f.opaque else None])
     return out

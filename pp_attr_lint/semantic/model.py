@@ -190,6 +190,10 @@ class RankFacts:
         """:meth:`VllmEngine.feature_refuses_pp <pp_attr_lint.engines.vllm.VllmEngine.feature_refuses_pp>`."""
         return self.vllm.feature_refuses_pp(flag)
 
+    def defines_method(self, name: str) -> bool | None:
+        """:meth:`VllmEngine.defines_method <pp_attr_lint.engines.vllm.VllmEngine.defines_method>`."""
+        return self.vllm.defines_method(name)
+
     def drafter_module(self, module: str) -> bool | None:
         """:meth:`VllmEngine.drafter_module <pp_attr_lint.engines.vllm.VllmEngine.drafter_module>`."""
         return self.vllm.drafter_module(module)

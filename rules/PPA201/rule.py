@@ -12,30 +12,8 @@ from pp_attr_lint.textio import display_path
 from pp_attr_lint.unjudged import MISSING_CODE
 
 
-def _init_end(path: str, cname: str):
-    """Where a statement can be appended to the ``__init__`` of top-level class ``cname`` in the
-    file at ``path``: ``(indent column, end row, end column of its last statement, self name)``,
-    or ``None``."""
-    import ast
-
-    from pp_attr_lint.index.spec import LineIndex
-    from pp_attr_lint.textio import read_source
-
-    try:
-        text = read_source(path).text
-        tree = ast.parse(text)
-    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
-        return None
-    lines = LineIndex(text)
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == cname:
-            for st in node.body:
-                if isinstance(st, ast.FunctionDef) and st.name == "__init__" and st.body:
-                    last = st.body[-1]
-                    return (lines.col(st.body[0].lineno, st.body[0].col_offset), last.end_lineno,
-                            lines.col(last.end_lineno, last.end_col_offset),
-                            (st.args.posonlyargs + st.args.args)[0].arg if st.args.args else None)
-    return None
+# the hook assigned a lambda or a local function (:mod:`pp_attr_lint.engines.hook_signature`)
+_ASSIGNED_CALLABLE = __import__("re").compile(rb"self\.make_empty_intermediate_tensors\s*=\s*\(?\s*(?!self\.)")
 
 
 class MissingPPHook(Rule):
@@ -50,7 +28,7 @@ class MissingPPHook(Rule):
         is reported at that base."""
         from pp_attr_lint.engines.pp_hook import PP_WORD_BYTES, init_calls_no_base, lists_without_hook
 
-        if lists_without_hook(data):
+        if lists_without_hook(data) or _ASSIGNED_CALLABLE.search(data):
             return True
         from pp_attr_lint.kinds.skipped_init import enclosing_class, may_skip_base_init
 
@@ -80,7 +58,11 @@ class MissingPPHook(Rule):
                         protocol[node.name] = stub_kind(st)
                     elif isinstance(st, ast.AnnAssign) and isinstance(st.target, ast.Name) and st.target.id == F.PP_HOOK:
                         protocol.setdefault(node.name, "annotation" if st.value is None else "impl")
+        from pp_attr_lint.engines.hook_signature import hook_callables
+
         out = {"protocol": protocol} if protocol else {}
+        if callables := hook_callables(tree, lines):
+            out["callables"] = callables  # the kind "signature": the runner's call does not bind
         if helpers:
             out["init_helpers"] = helpers
         if any(PP_WORDS_TEXT.search(ln) for ln in lines.lines):
@@ -141,6 +123,8 @@ class MissingPPHook(Rule):
                 out.append(NotJudged(code=self.code, reason=drafter[0], detail=drafter[1], path=ctx.file.path,
                                      row=rec["line"], column=rec["col"] + 1))
                 continue
+            for bad in mine.get("callables", {}).get(cname, ()) if lists_protocol(cname, rec) else ():
+                out += self._signature(ctx, cname, bad)
             f = self._judge(ctx, (ctx.module, cname), rec, mine)
             if isinstance(f, NotJudged):
                 out.append(f)  # its MRO cannot be read: the registry would not settle it either
@@ -166,6 +150,22 @@ class MissingPPHook(Rule):
             if f is not None:
                 out.append(f)
         return out
+
+    def _signature(self, ctx, cname, bad):
+        """The hook ``bad`` (a :func:`~pp_attr_lint.engines.hook_signature.hook_callables` record)
+        as a finding when no call of the runner binds it (kind "signature"), as not judged when no
+        call is found; ``[]`` when one binds it."""
+        from pp_attr_lint.engines.hook_signature import verdict
+        from pp_attr_lint.model import NotJudged
+        from pp_attr_lint.semantic.model import RankFacts
+
+        got = verdict(RankFacts.of(ctx).reader, cname, bad)
+        if got is None or len(got) == 2:
+            return [NotJudged(code=self.code, reason=got[0], path=ctx.file.path, row=bad["line"],
+                              column=bad["col"] + 1, detail=got[1])] if got else []
+        message, explanation, help = got
+        return [self.finding(ctx, bad["line"], bad["col"], bad["end_line"], bad["end_col"], message, explanation,
+                             help=help, witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})]
 
     def _judge(self, ctx, key, rec, mine):
         from pp_attr_lint.engines.pp_hook import how_skipped, lists_protocol, no_base_init
@@ -257,12 +257,12 @@ class MissingPPHook(Rule):
     def _fix(self, ctx, key, mine, inits, explanation):
         """``self.<hook> = self.<a>.<hook>`` appended to the class's own ``__init__`` when exactly one
         attribute set there holds classes that define the hook themselves."""
-        from pp_attr_lint.engines.pp_hook import hook_providers
+        from pp_attr_lint.engines.pp_hook import hook_providers, init_end
 
         r = ctx.resolver
         if not inits or inits[0][0] != key:
             return None
-        at = _init_end(ctx.file.path, key[1])
+        at = init_end(ctx.file.path, key[1])
         if at is None:
             return None
         providers = hook_providers(r, key, inits)
@@ -284,5 +284,5 @@ RULE = MissingPPHook(
     summary="SupportsPP class without make_empty_intermediate_tensors: the protocol stub answers None",
     fix_applicability="safe",
     needles=(F.PP_PROTOCOL,),
-    version=2,
+    version=3,
 )

@@ -41,8 +41,24 @@ class UnownedParameterLoad(Rule):
             raise  # whether the engine refuses the model is not known: the file is not judged
         except Exception:  # noqa: BLE001  (cannot tell: judge it)
             pass
+        from pp_attr_lint.model import NotJudged
+
         out = []
-        for cls, line, col, end_line, end_col, dname, key, func, quant in facts["lookups"]:
+        for cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque in facts["lookups"]:
+            if opaque:  # the function decides on the rank with a name not read here
+                out.append(NotJudged(code=self.code, reason="stage-guard", path=ctx.file.path, row=line,
+                                     column=col + 1, detail=f"`{func}` decides on the rank with `{opaque[0]}` "
+                                     f"(line {opaque[1]}) in a way not read: whether it skips `{key}` on the ranks "
+                                     f"that lack the layer cannot be told"))
+                continue
+            missing = [(m, at) for m, at in qcalls if rf.defines_method(m) is False]
+            if missing:  # the key's own computation raises first, on every rank: the lookup never runs
+                m, at = missing[0]
+                out.append(NotJudged(code=self.code, reason="masked-by", path=ctx.file.path, row=line,
+                                     column=col + 1, detail=f"`self.quant_config.{m}(...)` at line {at} raises "
+                                     f"AttributeError first, on every rank: no class of the analysed tree (the "
+                                     f"engine's quantization configs included) defines `{m}`"))
+                continue
             where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
             message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
                        f"parameters without skipping the layers another pipeline-parallel rank owns: "
@@ -70,5 +86,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=3,
+    version=5,
 )
