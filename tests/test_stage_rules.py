@@ -220,7 +220,9 @@ def test_the_draft_layer_id_fix_is_unsafe_and_keeps_the_file(tmp_path):
     assert text.rstrip().endswith("1 hidden fix can be enabled with the `--unsafe-fixes` option."), text
     args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA411")
     r = run_cli(*args, "--fix", cwd=root)
-    assert [(f["location"]["row"], f["fix"]["applicability"]) for f in r.json()] == [(3, "unsafe")], r.stdout
+    # the JSON calls fixable what `--fix` with the same options applies: the unsafe fix is hidden
+    assert [(f["location"]["row"], f["fix"]) for f in r.json()] == [(3, None)], r.stdout
+    assert r.json()[0]["help"].endswith("(1 hidden fix can be enabled with the `--unsafe-fixes` option)")
     assert "get_num_layers(" in (root / "pkg/head.py").read_text()
     r = run_cli(*args, "--fix", "--unsafe-fixes", cwd=root)
     assert r.rc == 0, r.stdout
