@@ -54,7 +54,7 @@ def _collect(tree, lines) -> list:
     """``[[class, method, line, col, end_line, end_col, use line, replacement]]``: each ``if`` of a
     method taking ``intermediate_tensors`` whose test is the first rank or its negation (nothing
     else), when a statement that needs the intermediate tensors (:func:`_hard_uses`) runs only on
-    the ranks after the first (its guard from the flow walker,
+    the ranks after the first, behind no test of the tensors (its guard from the flow walker,
     :class:`pp_attr_lint.semantic.flow.FunctionGuards`) because of that test: in its branch for
     those ranks, or after it when its first-rank branch returns; ``replacement`` is the test on
     the inputs that a single-rank run takes the same way (``intermediate_tensors is None`` for
@@ -88,8 +88,9 @@ def _collect(tree, lines) -> list:
             reported = set()
             for node, st in _hard_uses(simple):
                 guard = flow.of(node)
-                if guard is None or not G.can_hold(guard) or not G.implies(guard, later_only):
-                    continue
+                if guard is None or not G.can_hold(guard) or not G.implies(guard, later_only) \
+                        or any(_PARAM in a for a in G.atoms(guard)):
+                    continue  # not only on later ranks, or behind a test of the tensors themselves
                 got = _rank_test([t for t in tests if t[0].lineno < st.lineno], st)
                 if got is None or id(got[0]) in reported:
                     continue
