@@ -76,7 +76,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c = sub.add_parser("check", help="check files (the default command)")
     c.add_argument("paths", nargs="*", type=_path, help="files or folders (default: .)")
     c.add_argument("--fix", action="store_true", help="apply safe fixes in place")
-    c.add_argument("--unsafe-fixes", action="store_true", help="also apply unsafe fixes")
+    c.add_argument("--unsafe-fixes", action="store_true",
+                   help="include unsafe fixes: --fix applies them, and the reports show them as fixes")
     c.add_argument("--diff", action="store_true", help="print the fixes as a unified diff and write nothing")
     c.add_argument("--show-fixes", action="store_true", help="list the fixes that were applied")
     c.add_argument("--output-format", choices=FORMATS, default=None)
@@ -415,8 +416,9 @@ def run_check(args) -> int:
     diff_text = ""
     if args.fix or args.diff:
         from .fixes import fix_until_stable
+        from .model import fix_applicabilities
 
-        allowed = ("safe", "unsafe") if args.unsafe_fixes else ("safe",)
+        allowed = fix_applicabilities(args.unsafe_fixes)
         run = fix_until_stable(result, checked, allowed, diff=args.diff)
         result, findings, fixed, fix_errors, changed, diff_text = (
             run.result, run.findings, run.fixed, run.errors, run.changed, run.diff_text)
@@ -568,14 +570,16 @@ def _looks_like_python(p: Path) -> bool:
 
 def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=None, fingerprints=None) -> None:
     from . import report
+    from .model import fix_applicabilities
 
     fmt = args.output_format or os.environ.get("PP_ATTR_LINT_OUTPUT_FORMAT") or "text"
+    allowed = fix_applicabilities(args.unsafe_fixes)  # what `--fix` applies is what the reports call fixable
     from .unjudged import summary_line
 
     if args.statistics:
         # the reads not judged are counted too (listed per rule and reason when asked for): a
         # run with none reported and some not judged must not print nothing
-        out.write(report.statistics(findings, result.not_judged if args.show_unresolved else ()))
+        out.write(report.statistics(findings, allowed, result.not_judged if args.show_unresolved else ()))
         if result.not_judged and not args.quiet:
             out.write(summary_line(result.not_judged, shown=args.show_unresolved) + "\n")
         return
@@ -584,11 +588,11 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
     if fmt == "json":
         # ruff's format is a list of diagnostics, and tools read every entry as one: the reads not
         # judged are listed there only when asked for, and summed up on stderr otherwise
-        out.write(report.to_json(findings, unjudged if args.show_unresolved else ()))
+        out.write(report.to_json(findings, unjudged if args.show_unresolved else (), allowed))
         if unjudged and not args.show_unresolved and not args.quiet:
             print(summary_line(unjudged, shown=False), file=sys.stderr)
     elif fmt == "concise":
-        out.write(report.to_concise(findings))
+        out.write(report.to_concise(findings, allowed))
         if args.show_unresolved:
             out.write(report.not_judged_lines(unjudged))
         if not args.quiet:
@@ -604,12 +608,13 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
             out.write(f"::notice title=pp-attr-lint::{report.gh_escape_data(summary_line(unjudged))}\n")
     elif fmt == "sarif":
         out.write(report.to_sarif(findings, rules, unjudged, sources=result.sources,
-                                  fingerprints=[fingerprints[id(f)] for f in findings] if fingerprints else None))
+                                  fingerprints=[fingerprints[id(f)] for f in findings] if fingerprints else None,
+                                  allowed=allowed))
     else:
         color = None if out is sys.stdout else False
         report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,
                           not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet,
-                          fix_errors=fix_errors, incomplete=bool(result.missing_engines))
+                          fix_errors=fix_errors, incomplete=bool(result.missing_engines), allowed=allowed)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -80,10 +80,42 @@ def finding_to_dict(f: Finding) -> dict:
     return d
 
 
-def help_text(f: Finding) -> str | None:
+def fix_applicabilities(unsafe_fixes: bool = False) -> tuple[str, ...]:
+    """The fix applicabilities that ``check --fix`` applies: ``safe``, and ``unsafe`` too with
+    ``unsafe_fixes`` (``--unsafe-fixes``); ``display-only`` never (ruff's semantics)."""
+    return ("safe", "unsafe") if unsafe_fixes else ("safe",)
+
+
+def applied_fix(f: Finding, allowed: tuple[str, ...] = ("safe",)) -> Fix | None:
+    """``f``'s fix when ``check --fix`` with the applicabilities ``allowed`` (see
+    :func:`fix_applicabilities`) would apply it (it has edits and one of those applicabilities),
+    else ``None``.  The reports show a finding as fixable (``[*]``, the JSON's and SARIF's fix) by
+    this alone, so that what they call fixable is what ``--fix`` changes."""
+    fix = f.fix
+    return fix if fix is not None and fix.applicability in allowed and fix.edits else None
+
+
+def hidden_fix_note(hidden: int, before: str = "", after: str = "") -> str:
+    """ruff's note on unsafe fixes left out: ``N hidden fix(es) can be enabled with the
+    `--unsafe-fixes` option`` inside ``before``/``after``; empty when ``hidden`` is 0."""
+    if not hidden:
+        return ""
+    return f"{before}{hidden} hidden fix{'es' if hidden > 1 else ''} can be enabled with the `--unsafe-fixes` option{after}"
+
+
+def is_hidden_fix(f: Finding, allowed: tuple[str, ...] = ("safe",)) -> bool:
+    """Whether ``f`` has an ``unsafe`` fix that ``allowed`` leaves out (ruff's hidden fix)."""
+    return f.fix is not None and f.fix.applicability == "unsafe" and "unsafe" not in allowed and bool(f.fix.edits)
+
+
+def help_text(f: Finding, allowed: tuple[str, ...] = ("safe",)) -> str | None:
     """The one piece of advice a report gives for ``f``: its fix's message when it has a fix, else
-    its rule's ``help``."""
-    return f.fix.message if f.fix is not None else f.help
+    its rule's ``help``.  An ``unsafe`` fix that ``allowed`` leaves out (see
+    :func:`fix_applicabilities`) is not shown as a fix, so its message says how to enable it:
+    ``... (1 hidden fix can be enabled with the `--unsafe-fixes` option)``."""
+    if f.fix is None:
+        return f.help
+    return f.fix.message + (hidden_fix_note(1, " (", ")") if is_hidden_fix(f, allowed) else "")
 
 
 def finding_from_dict(d: dict) -> Finding:

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import TextIO
 
 from . import __version__
-from .model import Finding, NotJudged, help_text
+from .model import Finding, NotJudged, applied_fix, help_text, hidden_fix_note, is_hidden_fix
 from .rule_api import Rule
 from .textio import display_path
 from .unjudged import describe, summary_line
@@ -37,28 +37,31 @@ def not_judged_lines(records: list[NotJudged]) -> str:
                    for n in records)
 
 
-def _fix_json(f: Finding) -> dict | None:
-    if f.fix is None:
+def _fix_json(f: Finding, allowed: tuple[str, ...]) -> dict | None:
+    fix = applied_fix(f, allowed)
+    if fix is None:
         return None
     return {
-        "applicability": f.fix.applicability,
-        "message": f.fix.message,
+        "applicability": fix.applicability,
+        "message": fix.message,
         "edits": [
             {
                 "content": e.content,
                 "location": {"row": e.row, "column": e.column},
                 "end_location": {"row": e.end_row, "column": e.end_column},
             }
-            for e in f.fix.edits
+            for e in fix.edits
         ],
     }
 
 
-def to_json(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
+def to_json(findings: list[Finding], not_judged: list[NotJudged] = (), allowed: tuple[str, ...] = ("safe",)) -> str:
     """Ruff's JSON output format: a list of objects with ``code``, ``message``, ``filename``,
     ``location``/``end_location`` (``row``, ``column``; 1-based), ``fix``, ``url``, ``noqa_row``;
     plus ``name``, ``explanation`` (the resolution chain) and ``help`` (the advice: the fix's
-    message, else the rule's).  Each read no rule could judge in
+    message, else the rule's).  ``fix`` is present only when ``check --fix`` with the fix
+    applicabilities ``allowed`` (:func:`pp_attr_lint.model.fix_applicabilities`) would apply it;
+    an unsafe fix left out is named in ``help`` (:func:`pp_attr_lint.model.help_text`).  Each read no rule could judge in
     ``not_judged`` (the CLI passes them with ``--show-unresolved``) follows the findings as an object with ``"name": "not-judged"``, ``"code": null``, the rule
     in ``"rule"``, ``"reason"`` (a code of :data:`pp_attr_lint.unjudged.REASONS`), ``"detail"`` and
     ``"dependency"`` (the file that caused it, or ``null``)."""
@@ -69,14 +72,14 @@ def to_json(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
             "code": f.code,
             "end_location": {"row": f.end_row, "column": f.end_column},
             "filename": f.path,
-            "fix": _fix_json(f),
+            "fix": _fix_json(f, allowed),
             "location": {"row": f.row, "column": f.column},
             "message": f.message,
             "noqa_row": f.noqa_row,
             "url": f.url,
             "name": f.name,
             "explanation": f.explanation,
-            "help": help_text(f),
+            "help": help_text(f, allowed),
             **({"witness": f.witness} if f.witness else {}),
         })
     for n in not_judged:
@@ -103,16 +106,17 @@ def _label(f: Finding) -> str:
     return f.code if f.code else f.name
 
 
-def _safe_fix(f: Finding) -> bool:
-    """Whether ``--fix`` applies ``f``'s fix (a ``safe`` one; an ``unsafe`` one needs
-    ``--unsafe-fixes``), as ruff marks a finding ``[*]``."""
-    return f.fix is not None and f.fix.applicability == "safe"
+def _fixable(f: Finding, allowed: tuple[str, ...]) -> bool:
+    """Whether ``--fix`` with the applicabilities ``allowed`` applies ``f``'s fix (a ``safe`` one;
+    an ``unsafe`` one with ``--unsafe-fixes``), as ruff marks a finding ``[*]``."""
+    return applied_fix(f, allowed) is not None
 
 
-def to_concise(findings: list[Finding]) -> str:
-    """One line per finding: ``path:row:col: CODE message``."""
+def to_concise(findings: list[Finding], allowed: tuple[str, ...] = ("safe",)) -> str:
+    """One line per finding: ``path:row:col: CODE message``, with ``[*]`` after the code when
+    ``--fix`` with the applicabilities ``allowed`` fixes it."""
     return "".join(
-        f"{display_path(f.path)}:{f.row}:{f.column}: {_label(f)}{' [*]' if _safe_fix(f) else ''} {f.message}\n"
+        f"{display_path(f.path)}:{f.row}:{f.column}: {_label(f)}{' [*]' if _fixable(f, allowed) else ''} {f.message}\n"
         for f in findings
     )
 
@@ -165,7 +169,8 @@ def project_url() -> str:
 
 
 def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJudged] = (),
-             sources: dict[str, str] | None = None, fingerprints: list[str] | None = None) -> str:
+             sources: dict[str, str] | None = None, fingerprints: list[str] | None = None,
+             allowed: tuple[str, ...] = ("safe",)) -> str:
     """SARIF 2.1.0: one run, the tool (``informationUri``: :func:`project_url`) and its rules as
     ``reportingDescriptor``s (with their documentation), one result per finding with its region,
     its fix as ``fixes[].artifactChanges[].replacements`` and its fingerprint
@@ -174,7 +179,9 @@ def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJud
     ``note``-level ``invocations[0].toolExecutionNotifications`` entry (descriptor id
     ``not-judged/REASON``, the rule in ``associatedRule``).  ``sources``: path -> text of files
     already read; ``fingerprints``: those of ``findings`` when computed over more findings (a
-    ``--baseline-commit`` run's), else they are computed here.
+    ``--baseline-commit`` run's), else they are computed here.  A result's ``fixes`` are there only
+    when ``check --fix`` with the fix applicabilities ``allowed`` would apply them (as the JSON's
+    ``fix``); an unsafe fix left out is named in the result's ``properties.help``.
     Schema: https://json.schemastore.org/sarif-2.1.0.json"""
     from . import fingerprint
 
@@ -212,16 +219,19 @@ def to_sarif(findings: list[Finding], rules: list[Rule], not_judged: list[NotJud
             res["properties"] = {"explanation": f.explanation}
         if f.witness:
             res.setdefault("properties", {})["witness"] = f.witness
-        if f.fix is not None:
+        fix = applied_fix(f, allowed)
+        if fix is None and is_hidden_fix(f, allowed):
+            res.setdefault("properties", {})["help"] = help_text(f, allowed)
+        if fix is not None:
             res["fixes"] = [{
-                "description": {"text": f.fix.message},
+                "description": {"text": fix.message},
                 "artifactChanges": [{
                     "artifactLocation": {"uri": _uri(f.path)},
                     "replacements": [{
                         "deletedRegion": {"startLine": e.row, "startColumn": e.column,
                                           "endLine": e.end_row, "endColumn": e.end_column},
                         "insertedContent": {"text": e.content},
-                    } for e in f.fix.edits],
+                    } for e in fix.edits],
                 }],
             }]
         results.append(res)
@@ -280,19 +290,13 @@ def rule_markdown(r: Rule) -> str:
     return "\n".join(parts)
 
 
-def _hidden_note(hidden: int, before: str, after: str) -> str:
-    """ruff's note on unsafe fixes: ``N hidden fix(es) can be enabled with the `--unsafe-fixes`
-    option`` inside ``before``/``after``; empty when ``hidden`` is 0."""
-    if not hidden:
-        return ""
-    return f"{before}{hidden} hidden fix{'es' if hidden > 1 else ''} can be enabled with the `--unsafe-fixes` option{after}"
-
-
-def statistics(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str:
-    """Counts per code, like ``ruff --statistics``: ``count  CODE  [*]  name``; then, for
+def statistics(findings: list[Finding], allowed: tuple[str, ...] = ("safe",),
+               not_judged: list[NotJudged] = ()) -> str:
+    """Counts per code, like ``ruff --statistics``: ``count  CODE  [*]  name`` (``[*]`` all of
+    them fixable by ``--fix`` with the applicabilities ``allowed``, ``[-]`` some); then, for
     ``not_judged``, a count per code and reason: ``count  CODE  not judged (reason)``."""
     counts = Counter((_label(f), f.name) for f in findings)
-    fixable = Counter(_label(f) for f in findings if _safe_fix(f))
+    fixable = Counter(_label(f) for f in findings if _fixable(f, allowed))
     lines = []
     for (code, name), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
         mark = "[*]" if fixable.get(code) == n else ("[-]" if fixable.get(code) else "[ ]")
@@ -306,7 +310,7 @@ def statistics(findings: list[Finding], not_judged: list[NotJudged] = ()) -> str
 def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *, show_fixes: bool = False,
                fixed: list[Finding] = (), color: bool | None = None, not_judged: list[NotJudged] = (),
                show_unresolved: bool = False, quiet: bool = False, fix_errors: list[str] = (),
-               incomplete: bool = False) -> None:
+               incomplete: bool = False, allowed: tuple[str, ...] = ("safe",)) -> None:
     """Ruff-style text: a header line per finding, the source line with the read underlined, the
     resolution chain (``= why:``) and the fix (``= help:``), then a summary line (see
     :func:`found_line` for ``incomplete``); with
@@ -314,7 +318,10 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
     last line that counts them by reason (:func:`pp_attr_lint.unjudged.summary_line`).  ``quiet``
     (``-q``) leaves out the summary lines (found, fixable, not judged).  ``fix_errors``: why
     ``--fix`` could not fix some files (``path: cannot write the fix: ...``); the fixable line then
-    says that the fix failed and why, instead of suggesting ``--fix``.
+    says that the fix failed and why, instead of suggesting ``--fix``.  ``allowed``: the fix
+    applicabilities ``--fix`` applies (:func:`pp_attr_lint.model.fix_applicabilities`); a finding
+    is marked ``[*]`` only when its fix is one of them, and the unsafe fixes left out are counted
+    as ruff does (``N hidden fixes can be enabled with the `--unsafe-fixes` option``).
 
     ``color``: ``True``/``False`` forces styles on or off; ``None`` leaves it to rich (a terminal
     gets them).  Styled output is written by rich; output that rich would not style (a pipe, a
@@ -323,7 +330,7 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
     lines: list[list[tuple[str | None, str]]] = []  # each line: (style or None, text) segments
     for f in findings:
         head = [("bold", display_path(f.path)), (None, f":{f.row}:{f.column}: "), ("bold red", _label(f))]
-        if _safe_fix(f):
+        if _fixable(f, allowed):
             head += [(None, " "), ("cyan", "[*]")]
         lines.append(head + [(None, f" {f.message}")])
         text = sources.get(f.path)
@@ -338,7 +345,7 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
                           [("blue", f"{' ' * width} |"), (None, f" {' ' * (f.column - 1)}"), ("red", f"{carets} {_label(f)}")],
                           [("blue", f"{' ' * width} |")]]
         lines += [[(None, "  "), ("blue", "= why:"), (None, f" {line}")] for line in f.explanation]
-        advice = help_text(f)
+        advice = help_text(f, allowed)
         if advice:
             lines.append([(None, "  "), ("blue", "= help:"), (None, f" {advice}")])
         lines.append([])
@@ -347,16 +354,16 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
         lines.append([])
     if not quiet:
         lines.append([(None, found_line(len(findings), len(fixed), incomplete))])
-    fixable = sum(1 for f in findings if _safe_fix(f))
-    hidden = sum(1 for f in findings if f.fix is not None and not _safe_fix(f))
+    fixable = sum(1 for f in findings if _fixable(f, allowed))
+    hidden = sum(1 for f in findings if is_hidden_fix(f, allowed))
     if fixable and not quiet and fix_errors:
         more = f" (and {len(fix_errors) - 1} more file{'s' if len(fix_errors) > 2 else ''})" if len(fix_errors) > 1 else ""
         lines.append([("cyan", "[*]"), (None, f" {fixable} fixable, but the fix failed: {fix_errors[0]}{more}.")])
     elif fixable and not quiet:
         lines.append([("cyan", "[*]"), (None, f" {fixable} fixable with the `--fix` option"
-                                              f"{_hidden_note(hidden, ' (', ')')}.")])
+                                              f"{hidden_fix_note(hidden, ' (', ')')}.")])
     elif hidden and not quiet and not fix_errors:
-        lines.append([(None, _hidden_note(hidden, "", "") + ".")])
+        lines.append([(None, hidden_fix_note(hidden) + ".")])
     if show_fixes and fixed:
         lines += [[], [(None, "Fixed:")]]
         lines += [[(None, f"  {display_path(f.path)}:{f.row}:{f.column}: {_label(f)} {f.fix.message if f.fix else ''}")]

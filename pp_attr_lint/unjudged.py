@@ -45,6 +45,10 @@ REASONS: dict[str, tuple[str, str]] = {
                             "`--src DIR` with the engine's sources, or `--python PATH` with it installed"),
     "branch-unread": ("the line matters only on a branch picked by a test of what the code built (`x is not None`), "
                       "not of a setting: whether any configuration takes that branch is not read", ""),
+    "config-condition": ("the engine provides what the line needs only under a condition of the model's "
+                         "configuration (a proxy buffer its runner allocates for some models), and whether this "
+                         "model meets it is not read", "read the value as optional where the engine may not provide "
+                         "it (`.get(key)`)"),
     "fails-earlier": ("an earlier line always fails first: it imports a name that the engine release checked "
                       "against does not have, so the line is never reached", "pair the plugin with the engine "
                       "release it supports (`--src DIR`, `--python PATH`), or stop importing the name"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import sys
 import textwrap
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import check_json, run_cli, snapshot
+from helpers import REPO, check_json, run_cli, snapshot
 
 BASE = textwrap.dedent('''\
     from torch import nn
@@ -205,3 +206,50 @@ def test_ctrl_c_inside_the_libcst_transform_is_an_interruption(seed, monkeypatch
     err = capsys.readouterr().err
     assert "pp-attr-lint: interrupted" in err and "internal error" not in err
     assert snapshot(seed) == before
+
+
+UNSAFE_CASES = [REPO / "rules" / "PPA411" / "cases" / "draft_layer_ids",
+                REPO / "rules" / "PPA412" / "cases" / "mtp_first_rank"]
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe-only", "unsafe-fixes"])
+@pytest.mark.parametrize("case", UNSAFE_CASES, ids=lambda c: c.parent.parent.name)
+def test_fix_and_json_agree_on_unsafe_fixes(case: Path, unsafe: bool, tmp_path: Path):
+    """What the JSON calls a fix is what ``--fix`` with the same options applies, edit for edit:
+    an EAGLE head's stage layer count (PPA411) and an MTP head's rank test (PPA412) have unsafe
+    fixes, shown and applied with ``--unsafe-fixes`` only; without it the help names the hidden
+    fix and the text report counts it as ruff does."""
+    from pp_attr_lint.fixes import apply_edits
+    from pp_attr_lint.model import Edit
+
+    work = tmp_path / case.name
+    shutil.copytree(case, work, ignore=shutil.ignore_patterns("__pycache__"))
+    opts = ["--src", REPO / "fixtures" / "ppstub", "--select", case.parent.parent.name,
+            *(["--unsafe-fixes"] if unsafe else [])]
+    r, findings = check_json(work, *opts)
+    assert findings, r.stdout + r.stderr
+    fixable = [f for f in findings if f["fix"] is not None]
+    if unsafe:
+        assert len(fixable) == len(findings) and all(f["fix"]["applicability"] == "unsafe" for f in fixable)
+    else:
+        assert not fixable
+        assert all(f["help"].endswith("(1 hidden fix can be enabled with the `--unsafe-fixes` option)") for f in findings)
+        text = run_cli("check", ".", "--no-cache", *opts, cwd=work).stdout
+        assert "[*]" not in text
+        n = len(findings)
+        assert f"{n} hidden fix{'es' if n > 1 else ''} can be enabled with the `--unsafe-fixes` option." in text
+    expected = {}
+    for f in fixable:
+        path = Path(f["filename"])
+        old = expected.get(path, path.read_text(encoding="utf-8"))
+        expected[path] = apply_edits(old, [Edit(e["content"], e["location"]["row"], e["location"]["column"],
+                                                e["end_location"]["row"], e["end_location"]["column"])
+                                           for e in f["fix"]["edits"]])
+    before = snapshot(work)
+    r = run_cli("check", ".", "--fix", "--no-cache", *opts, cwd=work)
+    assert r.rc in (0, 1), r.stdout + r.stderr
+    after = snapshot(work)
+    changed = {rel for rel in after if after[rel] != before[rel]}
+    assert changed == {p.resolve().relative_to(work.resolve()).as_posix() for p in expected}
+    for path, text in expected.items():
+        assert path.read_text(encoding="utf-8") == text

@@ -181,7 +181,8 @@ def test_proxy_keys_without_the_runner_are_not_judged(tmp_path):
 
 def test_proxy_keys_are_read_from_the_runner_of_the_tree(tmp_path):
     """PPA410: the same plugin with the engine's runner beside it: a key the runner allocates
-    (here under a condition) is fine, one it never allocates is reported."""
+    only under a condition of the model's config is listed as not judged (config-condition, the
+    condition named), one it never allocates is reported."""
     runner = '''
     def allocate(n, fold):
         pp_proxy_tensors = {"hidden_states": zeros(n)}
@@ -196,7 +197,9 @@ def test_proxy_keys_are_read_from_the_runner_of_the_tree(tmp_path):
             "--select", "PPA410")
     ok = _write(tmp_path / "ok", {**files, "plug/model.py": PROXY_MODEL})
     r = run_cli(*args, cwd=ok)
-    assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
+    assert r.rc == 0 and r.json() == [], r.stdout
+    assert [(d["reason"], d["location"]["row"]) for d in r.not_judged()] == [("config-condition", 7)], r.stdout
+    assert r.not_judged()[0]["detail"].endswith("it does only when fold"), r.stdout
     bad = _write(tmp_path / "bad", {**files, "plug/model.py": PROXY_MODEL.replace('"aux_hidden_states"]', '"aux"]')})
     r = run_cli(*args, cwd=bad)
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 7)], r.stdout
@@ -220,7 +223,9 @@ def test_the_draft_layer_id_fix_is_unsafe_and_keeps_the_file(tmp_path):
     assert text.rstrip().endswith("1 hidden fix can be enabled with the `--unsafe-fixes` option."), text
     args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA411")
     r = run_cli(*args, "--fix", cwd=root)
-    assert [(f["location"]["row"], f["fix"]["applicability"]) for f in r.json()] == [(3, "unsafe")], r.stdout
+    # the JSON calls fixable what `--fix` with the same options applies: the unsafe fix is hidden
+    assert [(f["location"]["row"], f["fix"]) for f in r.json()] == [(3, None)], r.stdout
+    assert r.json()[0]["help"].endswith("(1 hidden fix can be enabled with the `--unsafe-fixes` option)")
     assert "get_num_layers(" in (root / "pkg/head.py").read_text()
     r = run_cli(*args, "--fix", "--unsafe-fixes", cwd=root)
     assert r.rc == 0, r.stdout
@@ -377,3 +382,19 @@ def test_a_config_id_read_behind_a_helper_is_not_judged(tmp_path):
     nj = r.not_judged()
     assert [(d["location"]["row"], d["reason"]) for d in nj] == [(21, "stage-guard")], nj
     assert "self.is_local(layer_id)" in nj[0]["detail"]
+
+
+def test_proxy_keys_allocated_in_the_branches_of_a_config_test():
+    """PPA410: a runner that assigns a dict literal in each branch of a config test allocates the
+    key both literals hold on every call (a read of it is fine) and the other only when the test
+    says (a read of it is listed as not judged, naming the condition); a key no branch allocates
+    is reported."""
+    case = REPO / "rules" / "PPA410" / "cases" / "conditional_alloc"
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA410", cwd=case)
+    assert r.rc == 1, r.stderr
+    assert [(f["location"]["row"], f["code"]) for f in r.json() if f["code"]] == [(16, "PPA410")], r.stdout
+    nj = r.not_judged()
+    assert [(d["location"]["row"], d["reason"]) for d in nj] == [(50, "config-condition")], r.stdout
+    assert nj[0]["detail"].endswith("allocates the proxy buffer `\"residual\"` for this model: it does only "
+                                    "when not fold_residual"), nj[0]["detail"]

@@ -19,6 +19,7 @@ from ..index.astutil import dotted_name, ref_chain
 from ..index.astutil import walk as fast_walk
 from ..resolve import EXTERNAL as EXTERNAL_KEY
 from ..resolve import Unresolved
+from ..semantic import guards as G
 from ..semantic.guards import pp_only_test
 from ..semantic.service import Service
 
@@ -355,12 +356,16 @@ class SglangEngine(Service):
     def proxy_contract(self, top: str) -> dict | None:
         """What the model runner of the engine whose top-level package is ``top`` allocates for
         what a non-first rank receives when it captures its graphs and warms up:
-        ``{"keys": {key: "always" | "when"}, "sites": [[module, line], ...]}``.  A site is an
-        assignment of a dict literal of allocations (``pp_proxy_tensors = {"hidden_states":
-        torch.zeros(...)}``: each key ``"always"`` under PP) or of one allocation to a key
-        (``pp_proxy_tensors["residual"] = torch.zeros(...)``: ``"when"``, under a condition of
-        the model's config) to a variable named ``pp_proxy_tensors``; a key allocated in one
-        way at one site and the other at another is ``"when"``.  SGLang 0.5.23 allocates in
+        ``{"keys": {key: "always" | "when"}, "conditions": {key: guard}, "sites": [[module,
+        line], ...]}``.  A site is a function that assigns a dict literal of allocations
+        (``pp_proxy_tensors = {"hidden_states": torch.zeros(...)}``) or one allocation to a key
+        (``pp_proxy_tensors["residual"] = torch.zeros(...)``) to a variable named
+        ``pp_proxy_tensors``.  A key is ``"always"`` where the function allocates it on every
+        call under PP (the guards of its allocations, from the flow walker
+        :class:`pp_attr_lint.semantic.flow.FunctionGuards`, cannot all be false; a test of the
+        pipeline's size is true), else ``"when"``: only under a condition, of the model's config
+        as a rule, whose guard ``conditions`` holds (the first site's); a key ``"always"`` at one
+        site and ``"when"`` at another is ``"when"``.  SGLang 0.5.23 allocates in
         sglang/srt/model_executor/runner/base_runner.py and runner_utils/buffers.py
         (``allocate_pp_proxy_tensors``): ``hidden_states`` always, ``residual`` unless the model
         folds it into ``hidden_states`` (mHC) or has Kimi K3's ``attn_res_bank``, ``topk_indices``
@@ -372,18 +377,23 @@ class SglangEngine(Service):
         if (dirs, top) in memo:
             return memo[(dirs, top)]
         keys: dict = {}
+        conditions: dict = {}
         sites = []
         for module, tree, _lines in self.m.reader.package_trees(top, b"pp_proxy_tensors"):
             for fn in fast_walk(tree):
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
-                found = _allocations(fn)
+                found = _allocations(fn, _lines)
                 if not found:
                     continue
                 sites.append([module, fn.lineno])
-                for key, how in found:
+                for key, guard in found.items():
+                    # (more than 16 free atoms: "when", never a guess that it is always allocated)
+                    how = "always" if len(G.atoms(guard)) <= 16 and G.satisfying(G.f_not(guard)) is None else "when"
                     keys[key] = "when" if keys.get(key, how) != how else how
-        memo[(dirs, top)] = answer = {"keys": keys, "sites": sites} if sites else None
+                    if how == "when":
+                        conditions.setdefault(key, guard)
+        memo[(dirs, top)] = answer = {"keys": keys, "conditions": conditions, "sites": sites} if sites else None
         return answer
 
     def pp_speculative_algorithms(self, top: str) -> frozenset | None:
@@ -412,10 +422,15 @@ class SglangEngine(Service):
         return answer
 
 
-def _allocations(fn) -> list:
-    """``[(key, "always" | "when")]`` of the runner's allocations in ``fn`` (see
-    :meth:`SglangEngine.proxy_contract`); a dict literal must allocate every value (a call)."""
-    out = []
+def _allocations(fn, lines) -> dict:
+    """``{key: guard}`` of the runner's allocations in ``fn`` (see
+    :meth:`SglangEngine.proxy_contract`): the guard under which ``fn`` allocates ``key`` (the
+    disjunction of its allocations' guards, from the flow walker; an allocation in a nested
+    function is its own function's); a dict literal must allocate every value (a call)."""
+    from ..semantic.flow import FunctionGuards
+
+    flow = None
+    out: dict = {}
     for n in fast_walk(fn):
         if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, (ast.Dict, ast.Call))):
             continue
@@ -423,10 +438,19 @@ def _allocations(fn) -> list:
         if isinstance(t, ast.Name) and t.id == "pp_proxy_tensors" and isinstance(v, ast.Dict) and v.keys and all(
                 isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(x, ast.Call)
                 for k, x in zip(v.keys, v.values)):
-            out += [(k.value, "always") for k in v.keys]
+            keys = [k.value for k in v.keys]
         elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == "pp_proxy_tensors" \
                 and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str) and isinstance(v, ast.Call):
-            out.append((t.slice.value, "when"))
+            keys = [t.slice.value]
+        else:
+            continue
+        # a test of the pipeline's size (`if parallel.pp_size > 1:`) holds: the proxies are for PP
+        flow = flow or FunctionGuards(fn, lines, atom_of=lambda t: G.TRUE if pp_only_test(t) else None)
+        guard = flow.of(n)
+        if guard is None:
+            continue  # in a nested function: walked as its own
+        for key in keys:
+            out[key] = G.f_or(out[key], guard) if key in out else guard
     return out
 
 

@@ -69,7 +69,16 @@ class UnallocatedProxyKey(Rule):
                                      column=col + 1, detail=f"whether the model runner of `{top}` allocates a "
                                      f"proxy buffer `\"{key}\"` (no allocation of `pp_proxy_tensors` is read)"))
                 continue
-            if key in contract["keys"]:
+            how = contract["keys"].get(key)
+            if how == "always":
+                continue
+            if how == "when":
+                # allocated on some configurations: which ones this model is on is not read (and
+                # nothing is listed for a class the engine never runs under PP)
+                out += rf.unless_refused(self.code, cls, [NotJudged(
+                    code=self.code, reason="config-condition", path=ctx.file.path, row=line, column=col + 1,
+                    detail=f"whether the model runner of `{top}` allocates the proxy buffer `\"{key}\"` for "
+                           f"this model: it does only {G.when(contract['conditions'][key])}")])
                 continue
             module, site = contract["sites"][0]
             allocated = ", ".join(f"`\"{k}\"`" for k in sorted(contract["keys"]))

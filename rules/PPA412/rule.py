@@ -10,10 +10,10 @@ from pp_attr_lint.rule_api import Rule, module_classes
 _PARAM = "intermediate_tensors"
 
 
-def _hard_use(block) -> int | None:
-    """The line of the first statement of ``block`` that needs the intermediate tensors: ``assert
-    intermediate_tensors is not None`` or a subscript of them (``intermediate_tensors["k"]``,
-    ``intermediate_tensors.tensors["k"]``); ``None`` when there is none."""
+def _hard_uses(statements) -> list:
+    """``[(node, statement)]``: each read of ``statements`` (simple statements, as the flow walker
+    reaches them) that needs the intermediate tensors: ``assert intermediate_tensors is not None``
+    or a subscript of them (``intermediate_tensors["k"]``, ``intermediate_tensors.tensors["k"]``)."""
     import ast
 
     from pp_attr_lint.rule_api import fast_walk
@@ -23,50 +23,83 @@ def _hard_use(block) -> int | None:
             node = node.value
         return isinstance(node, ast.Name) and node.id == _PARAM
 
-    for st in block:
+    out = []
+    for st in statements:
         for n in fast_walk(st):
             if isinstance(n, ast.Assert) and isinstance(n.test, ast.Compare) and named(n.test.left) \
                     and isinstance(n.test.ops[0], ast.IsNot):
-                return n.lineno
-            if isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and named(n.value):
-                return n.lineno
-    return None
+                out.append((n, st))
+            elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Load) and named(n.value):
+                out.append((n, st))
+    return out
+
+
+def _rank_test(tests, st) -> tuple | None:
+    """The rank test of ``tests`` (``[(if statement, later-rank block, replacement)]`` in source
+    order) that sends the later ranks to statement ``st``: the last one before it that holds it
+    in its later-rank block, or whose first-rank block exits (``if ...is_first_rank: return``)
+    with ``st`` after it; ``None`` when there is none."""
+    from pp_attr_lint.semantic.flow import exits
+
+    found = None
+    for n, later, repl in tests:
+        first = n.orelse if later is n.body else n.body
+        inside = bool(later) and later[0].lineno <= st.lineno <= later[-1].end_lineno
+        if inside or (st.lineno > n.end_lineno and exits(first) and not exits(later)):
+            found = (n, repl)
+    return found
 
 
 def _collect(tree, lines) -> list:
     """``[[class, method, line, col, end_line, end_col, use line, replacement]]``: each ``if`` of a
     method taking ``intermediate_tensors`` whose test is the first rank or its negation (nothing
-    else), when the block taken on the ranks after the first needs the intermediate tensors
-    (:func:`_hard_use`); ``replacement`` is the test on the inputs that a single-rank run takes
-    the same way (``intermediate_tensors is None`` for ``is_first_rank``)."""
+    else), when a statement that needs the intermediate tensors (:func:`_hard_uses`) runs only on
+    the ranks after the first, behind no test of the tensors (its guard from the flow walker,
+    :class:`pp_attr_lint.semantic.flow.FunctionGuards`) because of that test: in its branch for
+    those ranks, or after it when its first-rank branch returns; ``replacement`` is the test on
+    the inputs that a single-rank run takes the same way (``intermediate_tensors is None`` for
+    ``is_first_rank``)."""
     import ast
 
-    from pp_attr_lint.rule_api import fast_walk
     from pp_attr_lint.semantic import guards as G
+    from pp_attr_lint.semantic.flow import FunctionGuards
 
+    later_only = G.f_not(G.FIRST)
     out = []
     for cls in module_classes(tree):
         for fn in cls.body:
             if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or _PARAM not in {
                     a.arg for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}:
                 continue
-            for n in fast_walk(fn):
+            flow = FunctionGuards(fn, lines, cls=cls.name)
+            reached = flow.reached_statements()
+            tests = []
+            for n, _guard in reached:
                 if not isinstance(n, ast.If):
                     continue
                 f = G.formula(n.test)
                 if f == G.FIRST:
-                    later, repl = n.orelse, f"{_PARAM} is None"
-                elif f == G.f_not(G.FIRST):
-                    later, repl = n.body, f"{_PARAM} is not None"
-                else:
+                    tests.append((n, n.orelse, f"{_PARAM} is None"))
+                elif f == later_only:
+                    tests.append((n, n.body, f"{_PARAM} is not None"))
+            if not tests:
+                continue
+            simple = [st for st, _guard in reached if not hasattr(st, "body")]
+            reported = set()
+            for node, st in _hard_uses(simple):
+                guard = flow.of(node)
+                if guard is None or not G.can_hold(guard) or not G.implies(guard, later_only) \
+                        or any(_PARAM in a for a in G.atoms(guard)):
+                    continue  # not only on later ranks, or behind a test of the tensors themselves
+                got = _rank_test([t for t in tests if t[0].lineno < st.lineno], st)
+                if got is None or id(got[0]) in reported:
                     continue
-                use = _hard_use(later)
-                if use is None:
-                    continue
+                n, repl = got
+                reported.add(id(n))
                 t = n.test
                 out.append([cls.name, fn.name, t.lineno, lines.col(t.lineno, t.col_offset), t.end_lineno,
-                            lines.col(t.end_lineno, t.end_col_offset), use, repl])
-    return out
+                            lines.col(t.end_lineno, t.end_col_offset), node.lineno, repl])
+    return sorted(out, key=lambda r: (r[2], r[3]))
 
 
 class DrafterBranchesOnTargetRank(Rule):

@@ -40,7 +40,8 @@ class FixedAuxModel(AuxModel):
 
 
 class ResidualModel:
-    """Reads only keys the runner allocates."""
+    """Reads `residual`, which the runner allocates unless the model folds it into
+    `hidden_states` (this one does not): listed as not judged (config-condition), not reported."""
 
     def forward(self, positions, pp_proxy_tensors=None):
         if get_pp_group().is_first_rank:
