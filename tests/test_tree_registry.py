@@ -4,6 +4,7 @@ registry.py` for any package name (a fork that renames vLLM's package), and the
 
 from __future__ import annotations
 
+import ast
 import json
 import textwrap
 from pathlib import Path
@@ -450,6 +451,36 @@ def test_a_plugin_registry_of_three_strings_is_read(tmp_path):
     found, unjudged = _check(tmp_path, "omni")
     assert found == {("hosted.py", "PPA101")}
     assert not unjudged
+
+
+@pytest.mark.parametrize("spelled", ['"Hosted" "Stage"', "'Host\\x65dStage'", '"HostedStage"'])
+def test_a_host_that_spells_the_architecture_in_pieces_is_read(tmp_path, spelled):
+    """The host's file is parsed only when some string of it can be the architecture's name: a
+    name written in pieces (adjacent literals, an escape) still makes it a host."""
+    _omni(tmp_path, OMNI_TABLE.replace('("host", "host",', '("host",'), host_arch=spelled)
+    found, unjudged = _check(tmp_path, "omni")
+    assert found == {("hosted.py", "PPA101")}
+    assert not unjudged
+
+
+def test_could_spell_is_false_only_where_no_string_can_be_the_name():
+    """The byte test in front of the host files' parse: true for every spelling Python allows of
+    the name as a ``str`` constant, false for files that cannot hold one."""
+    from pp_attr_lint.engines.vllm import _could_spell, _openings
+
+    spell = _could_spell({"QwenFor"})
+
+    def test(data):
+        return spell(data, _openings(data))
+    for src in ('x = "QwenFor"', 'x = ("Qw"\n "enFor")', "x = 'Q\\x77enFor'", 'x = "\\x51wenFor"',
+                'x = f"{a}Qw" "enFor"', 'x = "Qwe\\\nnFor"', "x = 'Q\\N{LATIN SMALL LETTER W}enFor'"):
+        assert "QwenFor" in {n.value for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Constant)}, src
+        assert test(src.encode()), src
+    for src in ('x = "Qwen"', 'x = "Q"'):
+        assert test(src.encode()), src  # a prefix that ends at a quote may go on in the next literal
+    for src in ('x = "\\n" + Qwen', 'x = ""', "y = 'Other'"):
+        assert not test(src.encode()), src
+    assert _could_spell({"not-a-word"})(b"", _openings(b""))
 
 
 def test_a_plugin_stage_not_hosted_by_name_is_silent(tmp_path):

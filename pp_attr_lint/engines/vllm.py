@@ -10,6 +10,7 @@ parallelism, read from the analysed tree.
 from __future__ import annotations
 
 import ast
+import re
 
 from .. import facts as F
 from ..resolve import EXTERNAL, Unresolved
@@ -210,40 +211,27 @@ class VllmEngine(Service):
         suffixes = tuple(dict.fromkeys(n.rsplit("*", 1)[-1] for n, _k in facs))
         factory = re.compile("|".join(f"(?:{fnmatch.translate(n)})" for n, _k in sorted(facs)))
         keywords = {k for _n, k in facs}
-        memo = self._memo.setdefault("factory-calls", {})
-        key = (self.m.reader.scan_dirs(), needles)  # the files read depend on what this file imports
         per_file = self._memo.setdefault("factory-calls-of-file", {})  # path -> [(module, names)]
-        if key not in memo:
-            calls = []  # (module, architecture names)
-            for path, mod, tree, _lines in self.m.reader.tree_files(*needles) or ():
-                if (path, mod) in per_file:
-                    calls += per_file[(path, mod)]
-                    continue
-                start = len(calls)
-                values: dict = {}  # name -> the values assigned to it (their strings read on demand)
-                found = []
-                for node in fast_walk(tree):  # one walk: the factory calls and the assignments
-                    if isinstance(node, (ast.Assign, ast.AnnAssign)):
-                        for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                            name = _last_name(t)
-                            if name and node.value is not None:
-                                values.setdefault(name, []).append(node.value)
-                    elif isinstance(node, ast.Call):
-                        fname = _last_name(node.func)
-                        if fname and fname.endswith(suffixes) and factory.match(fname):
-                            found.append(node)
-                for node in found:
-                    for kw in node.keywords:
-                        if kw.arg in keywords:
-                            names = set(_strings(kw.value))
-                            for sub in ast.walk(kw.value):
-                                if isinstance(sub, (ast.Name, ast.Attribute)):
-                                    for v in values.get(_last_name(sub), ()):
-                                        names.update(_strings(v))
-                            calls.append((mod, names))
-                per_file[(path, mod)] = calls[start:]
-            memo[key] = calls
-        return sorted({mod for mod, names in memo[key] if names & archs})
+        files = self.m.reader.tree_file_paths(*needles)
+        if files is None:
+            return []  # a file of the tree cannot be read: no host is known
+        could_name = _could_spell(archs)
+        openings = self._memo.setdefault("string-openings", {})  # path -> _openings of its bytes
+        hosts = set()
+        for path, mod in files:
+            calls = per_file.get((path, mod))
+            if calls is None:
+                data = self.m.reader.read_bytes(path) or b""
+                if path not in openings:
+                    openings[path] = _openings(data)
+                if not could_name(data, openings[path]):
+                    continue  # no string of the file can be one of the architectures: not parsed
+                got = self.m.reader.parsed(path, mod)
+                if got is None:
+                    return []  # a file that can name one does not parse: no host is known
+                calls = per_file[(path, mod)] = _factory_calls(got[2], mod, factory, suffixes, keywords)
+            hosts.update(m for m, names in calls if names & archs)
+        return sorted(hosts)
 
     def refuses_unsupported_models(self, top: str) -> bool:
         """Whether the engine whose top-level package is ``top`` refuses ``pipeline_parallel_size
@@ -588,6 +576,83 @@ def _last_name(node) -> str | None:
     if isinstance(node, ast.Name):
         return node.id
     return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _factory_calls(tree, mod: str, factory, suffixes: tuple, keywords: set) -> list:
+    """``[(mod, architecture names)]`` of each call in ``tree`` of a registry factory (a name that
+    ends with one of ``suffixes`` and matches ``factory``) with one of ``keywords``: the string
+    literals of that argument, and of the values assigned in the file to the names and
+    attributes it reads (see :meth:`VllmEngine._hosts`)."""
+    values: dict = {}  # name -> the values assigned to it (their strings read on demand)
+    found = []
+    for node in fast_walk(tree):  # one walk: the factory calls and the assignments
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
+                name = _last_name(t)
+                if name and node.value is not None:
+                    values.setdefault(name, []).append(node.value)
+        elif isinstance(node, ast.Call):
+            fname = _last_name(node.func)
+            if fname and fname.endswith(suffixes) and factory.match(fname):
+                found.append(node)
+    calls = []
+    for node in found:
+        for kw in node.keywords:
+            if kw.arg in keywords:
+                names = set(_strings(kw.value))
+                for sub in ast.walk(kw.value):
+                    if isinstance(sub, (ast.Name, ast.Attribute)):
+                        for v in values.get(_last_name(sub), ()):
+                            names.update(_strings(v))
+                calls.append((mod, names))
+    return calls
+
+
+def _could_spell(names) -> callable:
+    """A test ``(data, openings) -> bool`` of a file's bytes ``data`` (and :func:`_openings` of
+    them) that is false only when no ``str`` constant of the file can equal one of ``names``:
+    such a constant is written either whole (the name's bytes are in the file) or in pieces: a
+    string (or an f-string part, after ``}`` or ``:``) that opens with a prefix of the name
+    ending at a quote (``"Qwen2" "ForCausalLM"``) or at a backslash escape that can spell a
+    character of it (``x``, ``u``, ``U``, ``N`` or an octal digit after the backslash) or
+    continue the line, or that opens with such an escape.  A name that is not ASCII letters,
+    digits and ``_`` can be in any file (the test is true)."""
+    if not all(re.fullmatch(r"[A-Za-z0-9_]+", n) for n in names):
+        return lambda data, openings: True
+    whole = [n.encode() for n in sorted(names)]
+
+    def test(data: bytes, openings: tuple) -> bool:
+        escaped, at = openings
+        if escaped or any(w in data for w in whole):
+            return True
+        for w in whole:
+            for j in at.get(w[0], ()):
+                # the longest prefix of the name written from here, then what ends it
+                k = 1
+                while k < len(w) and j + k < len(data) and data[j + k] == w[k]:
+                    k += 1
+                end = data[j + k:j + k + 2]
+                if end[:1] in (b"'", b'"') or (end[:1] == b"\\" and end[1:] and end[1:] in _SPELLING_ESCAPES):
+                    return True
+        return False
+
+    return test
+
+
+def _openings(data: bytes) -> tuple:
+    """``(whether a string or f-string part of data opens with an escape that can spell a letter,
+    a digit or _, or with a line continuation; {first byte: [its offsets]} of those that open
+    with one written plainly)``, for :func:`_could_spell` (every quote, ``}`` and ``:`` is taken
+    for an opening: more than there are, never fewer)."""
+    at: dict = {}
+    for m in _OPENS_WORD.finditer(data):
+        at.setdefault(data[m.end() - 1], []).append(m.end() - 1)
+    return (_ESCAPE_OPENS.search(data) is not None, at)
+
+
+_SPELLING_ESCAPES = b"xuUN01234567\r\n"
+_ESCAPE_OPENS = re.compile(rb"['\"}:]\\[xuUN0-7\r\n]")
+_OPENS_WORD = re.compile(rb"['\"}:][A-Za-z0-9_]")
 
 
 def _strings(node) -> list:

@@ -87,6 +87,8 @@ def construction_failures(rf, tree, lines, module: str) -> list[Failure]:
     for c, f in _enclosing(tree):
         if f.name != "__init__":
             continue
+        if not any("assert" in text for text in lines.lines[f.lineno - 1:f.end_lineno]):
+            continue  # no `assert` statement in its lines: nothing to walk for
         guards = None
         for loop in ast.walk(f):
             if not isinstance(loop, ast.For):
