@@ -30,7 +30,7 @@ from .cache import Cache
 from .files import package_root
 
 
-def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
+def summarize_file(data: bytes, spec: IndexSpec, path: str, mask: int | None = None) -> tuple:
     """Decode and summarize one file's bytes (what :meth:`Project.load` does on a cache miss; a
     pure function of its arguments, so that worker processes can run it).
 
@@ -38,6 +38,8 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
         data: the file's bytes.
         spec: what the enabled rules ask of the index.
         path: the file's path, for messages only.
+        mask: the file's prefilter mask (a function of ``data`` and ``spec``, so the summary
+            stays one of the file's content): which gated collectors run; ``None``: all.
 
     Returns:
         ``("ok", summary)`` (see :func:`pp_attr_lint.index.summary.summarize`), ``("syntax", (message,
@@ -54,7 +56,7 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
     except SyntaxError as e:
         return ("error", f"cannot decode file: {e.msg}")
     try:
-        return ("ok", summarize(text, spec, str(path)))
+        return ("ok", summarize(text, spec, str(path), mask))
     except SyntaxError as e:
         line = e.text
         if e.lineno and not line:
@@ -253,7 +255,7 @@ class Project:
         if self._fetched is not None and (st.hit or not self._claim(st.digest)):
             # resolving ahead in a scan: a file the scan summarizes anyway, or another process does
             return None
-        result = summarize_file(data, self.spec, st.path)
+        result = summarize_file(data, self.spec, st.path, st.hit if isinstance(st.hit, int) else None)
         # what another process adopts (see adopt): resolved ahead in a scan, or loaded by checks
         # in a worker
         kept = self._fetched if self._fetched is not None else self._loaded

@@ -1,0 +1,115 @@
+"""The collectors' gating: a rule's collector runs only on the files its own prefilter accepts
+(unless the rule declares ``facts_everywhere``), and that changes no output.  The reference is the
+slow path, every collector on every parsed file (``gate=False``, the hidden ``--no-gate``): both
+runs must give the same findings and not-judged records, byte for byte, on every case folder, and
+on a released vLLM when its unpacked tree is at hand."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, run_cli
+from test_one_verdict import CASES, STUBS
+
+
+def _report(paths, gate: bool, src=None) -> str:
+    """What ``check PATHS`` finds and cannot judge, every field, as one JSON text (no cache, no
+    environment packages; ``src`` as ``lint`` of the one-verdict tests chooses it)."""
+    from pp_attr_lint.config import Config, select_rules
+    from pp_attr_lint.engine.check import cache_salt, check
+    from pp_attr_lint.model import finding_to_dict, not_judged_to_dict
+    from pp_attr_lint.workspace.cache import Cache
+    from pp_attr_lint.workspace.files import discover
+
+    paths = [Path(p) for p in paths]
+    if src is None:
+        src = [STUBS] if any(os.path.abspath(p).startswith(str(REPO / "rules")) for p in paths) else []
+    cfg = Config()
+    rules = select_rules(cfg, None, None, None)
+    files, errors = discover(paths, cfg.exclude)
+    assert not errors
+    cache = Cache(Path("/nonexistent-cache"), cache_salt(rules, gate=gate), enabled=False)
+    result = check(files, rules, cache=cache, src=src, env_paths=[], jobs=1, gate=gate,
+                   explicit={os.path.abspath(p) for p in paths if not p.is_dir()})
+    return json.dumps([[finding_to_dict(f) for f in result.findings],
+                       [not_judged_to_dict(n) for n in result.not_judged], result.notes], sort_keys=True)
+
+
+def test_gating_changes_nothing_on_the_case_folders():
+    differ = [str(case.relative_to(case.parents[2])) for case in CASES
+              if _report([case], gate=True) != _report([case], gate=False)]
+    assert differ == []
+
+
+def test_gating_changes_nothing_for_named_files():
+    """Files named one by one (a pull request's check) are masked by their own bytes too."""
+    case = REPO / "rules" / "PPA402" / "cases"
+    files = sorted(p for p in case.rglob("*.py") if "__pycache__" not in p.parts)
+    assert files
+    assert _report(files, gate=True) == _report(files, gate=False)
+
+
+def test_no_gate_from_the_command_line():
+    case = REPO / "rules" / "PPA409" / "cases"
+    args = ("check", case, "--output-format", "json", "--no-cache", "--show-unresolved", "--src", str(STUBS))
+    gated, slow = run_cli(*args, cwd=case), run_cli(*args, "--no-gate", cwd=case)
+    assert gated.rc == slow.rc == 1
+    assert gated.stdout == slow.stdout
+
+
+def test_a_gated_collector_skips_the_files_its_rule_turns_down():
+    """PPA402's facts are its own file's only: a file its prefilter turns down (parsed for
+    another rule) holds none, says so in ``held``, and reading them there raises; the collectors
+    of a rule that declares ``facts_everywhere`` (PPA409 reads its parent class's file) ran."""
+    from pp_attr_lint.config import Config, select_rules
+    from pp_attr_lint.index.prefilter import make_rule_prefilter
+    from pp_attr_lint.rule_api import FactsSkipped, FileContext, index_spec
+    from pp_attr_lint.workspace.project import summarize_file
+
+    rules = select_rules(Config(), None, None, None)
+    spec = index_spec(rules)
+    data = (b"from vllm.model_executor.models.utils import make_layers\n\n\n"
+            b"class M:\n    def __init__(self):\n        self.layers = make_layers(2, None)\n\n"
+            b"    def load_weights(self, weights):\n"
+            b"        params = dict(self.named_parameters(remove_duplicate=False))\n"
+            b"        return params\n")
+    other = b"import torch.nn as nn\n\n\nclass A(nn.Module):\n    def f(self, m):\n        return m.model.norm\n"
+    hit = make_rule_prefilter(spec.wanting)
+    bit = 1 << spec.wanting_codes.index("PPA402")
+    assert hit(data) & bit and hit(other) and not hit(other) & bit
+    kept = summarize_file(data, spec, "a.py", hit(data))[1]
+    skipped = summarize_file(other, spec, "b.py", hit(other))[1]
+    assert "PPA402" in kept["held"] and "PPA402" not in skipped["held"]
+    assert "PPA409" in skipped["held"] and "pp-ranks" in skipped["held"]
+    assert "PPA402" in summarize_file(other, spec, "b.py")[1]["held"]  # no mask: every collector
+
+    class _Project:
+        def __init__(self):
+            self.spec = spec
+
+        def summary(self, module):
+            return {"m.a": kept, "m.b": skipped}.get(module)
+
+    class _State:
+        module, summary = "m.a", kept
+
+    ctx = FileContext(file=_State(), project=_Project(), resolver=None, checked=[], shared={})
+    assert ctx.holds("PPA402") and not ctx.holds("PPA402", "m.b")
+    assert ctx.facts("PPA409", "m.b") is None
+    with pytest.raises(FactsSkipped):
+        ctx.facts("PPA402", "m.b")
+
+
+@pytest.mark.parametrize("version", ["0.21.0"])
+def test_gating_changes_nothing_on_a_release(version):
+    """The whole tree of a released vLLM, when it is unpacked here (``PP_ATTR_LINT_TREE_0210``:
+    the folder holding ``vllm/``); skipped otherwise."""
+    tree = os.environ.get(f"PP_ATTR_LINT_TREE_{version.replace('.', '')}")
+    if not tree or not (Path(tree) / "vllm").is_dir():
+        pytest.skip("no unpacked tree of this release")
+    root = Path(tree) / "vllm"
+    assert _report([root], gate=True, src=[]) == _report([root], gate=False, src=[])
