@@ -21,15 +21,16 @@ What a rule asks of the engine:
   rule without a prefilter of its own wants the files that read one on another object, and so
   does one with :attr:`Rule.wants_attribute_reads`;
 * :meth:`Rule.collect`: facts of its own, taken from a parsed module (``ast``) and cached with the
-  module's summary (plain builtin data, ``marshal``-able); the collector runs only on the files the
-  rule's own prefilter accepts (the only ones it checks), unless the rule declares
-  :attr:`Rule.facts_everywhere` because its check reads the facts of other modules too;
+  module's summary (plain builtin data, ``marshal``-able); the collector runs on the files the
+  rule's own prefilter accepts (the only ones it checks), and on another module when a check asks
+  for its facts there (:meth:`FileContext.facts`: the file is parsed again then), unless the rule
+  declares :attr:`Rule.facts_everywhere`;
 * :meth:`Rule.check`: the findings of one checked file, given a :class:`FileContext` that reaches
   the shared :class:`~pp_attr_lint.resolve.Resolver` (one per project group and run).
 
 The engine never needs to change for a new rule: it takes the union of the rules' prefilters and
-attributes, runs each rule's collector on the parsed files that rule wants (every parsed file for
-one with :attr:`Rule.facts_everywhere`), and calls each rule's check on the checked files it wants.
+attributes, runs each rule's collector on the parsed files that rule wants (and on other modules
+when asked), and calls each rule's check on the checked files it wants.
 """
 
 from __future__ import annotations
@@ -79,12 +80,11 @@ class Rule:
     # (`x.end_layer`), besides those its own prefilter accepts (the test is shared between rules)
     wants_attribute_reads = False
 
-    # True: the rule's check reads its facts of other modules too (``ctx.facts(code, module)``: a
-    # parent class's file, a helper's module), so its collector runs on every parsed file; False:
-    # only on the files its own prefilter accepts, the ones it checks (a file parsed for another
-    # rule or loaded as a dependency holds none of its facts, and ``ctx.facts`` of it raises
-    # :class:`FactsSkipped`).  Rules that share a collector (``facts_key``) or name it in
-    # ``uses_facts`` get it everywhere when one of them declares it (``uses_facts``: always).
+    # True: the rule's collector runs on every parsed file (a rule whose check reads its facts of
+    # most modules it is handed); False: only on the files its own prefilter accepts, the ones it
+    # checks, and on another module when ``ctx.facts(code, module)`` asks there (parsed again then:
+    # cheaper when few are asked).  Rules that share a collector (``facts_key``) or name it in
+    # ``uses_facts`` gate it by all their bits; one of them that declares this runs it everywhere.
     facts_everywhere = False
 
     @property
@@ -191,38 +191,19 @@ class FileContext:
 
     def facts(self, code: str, module: str | None = None) -> Any:
         """The facts :meth:`Rule.collect` of rule ``code`` took from ``module`` (default: this
-        file); ``None`` when the module is not in the project or the rule collected nothing.
+        file); ``None`` when the module is not in the project or the rule collected nothing.  A
+        module on which the gate skipped the collector (no rule it serves wanted the file) is
+        parsed again and the collector runs now (:meth:`~pp_attr_lint.workspace.project.Project.facts_of`):
+        the answer never depends on the gate."""
+        if module is None:
+            return self.project.facts_of(self.file, code)
+        return self.project.facts(module, code)
 
-        Raises:
-            FactsSkipped: the collector of ``code`` did not run on that module because its rule's
-                prefilter turned the file down (a rule that reads other modules' facts must
-                declare :attr:`Rule.facts_everywhere`).
-        """
-        s = self.summary if module is None else self.project.summary(module)
-        if s is None:
-            return None
-        if not self.holds(code, module, s):
-            raise FactsSkipped(f"the facts of {code} were not collected in {module or self.module} (its prefilter "
-                               "turned the file down); a rule that reads them there declares facts_everywhere")
-        return s.get("facts", {}).get(code)
-
-    def holds(self, code: str, module: str | None = None, summary: dict | None = None) -> bool:
-        """Whether the summary of ``module`` (default: this file; or the given ``summary``) holds
-        what the collector of ``code`` found: it ran there, or ``code`` names no collector of this
-        run.  ``False`` also when the module has no summary."""
-        s = summary if summary is not None else (self.summary if module is None else self.project.summary(module))
-        if s is None:
-            return False
-        return code in s.get("held", ()) or all(k != code for k, _ in self.project.spec.collectors)
-
-
-class FactsSkipped(RuntimeError):
-    """A rule's check read facts of a module on which the gating skipped its collector (see
-    :attr:`Rule.facts_everywhere`): an error in the rule's declaration, never in the checked code."""
-
-
-
-
+    def holds(self, code: str) -> bool:
+        """Whether this file's summary holds what the collector of ``code`` found (it ran here),
+        so that :meth:`facts` answers without parsing the file again; ``True`` also when
+        ``code`` names no collector of this run."""
+        return code in self.summary.get("held", ()) or all(k != code for k, _ in self.project.spec.collectors)
 
 
 def fast_walk(node):
@@ -267,9 +248,10 @@ def index_spec(rules, everything: bool = False, gate: bool = True) -> IndexSpec:
     ``everything``: no prefilter (every file is wanted by every rule; for tests); ``gate=False``:
     every collector runs on every parsed file (the slow reference the gating is tested against).
 
-    A collector's gate is the prefilter bits of the rules it serves: it runs on a file whose mask
-    has one of them, or on every file (``None``) when one of those rules declares
-    :attr:`Rule.facts_everywhere`, names it in ``uses_facts``, or has no prefilter bit."""
+    A collector's gate is the prefilter bits of the rules it serves (its own, or named in their
+    ``uses_facts``): it runs on a file whose mask has one of them, or on every file (``None``)
+    when one of those rules declares :attr:`Rule.facts_everywhere` or has no prefilter bit.  A
+    module it skipped gets its facts when a check asks (:meth:`FileContext.facts`)."""
     attrs = frozenset(a for r in rules for a in r.attributes)
     # a rule whose prefilter is the default one and has no needles asks for nothing
     own_pf = [r for r in rules if type(r).prefilter is not Rule.prefilter or r.needles]
@@ -291,7 +273,10 @@ def index_spec(rules, everything: bool = False, gate: bool = True) -> IndexSpec:
                 gates[r.facts_name] = gates.get(r.facts_name, ()) + (r.code,)
         for k, fn, v in r.uses_facts:
             own.setdefault(k, (fn, v))
-            gates[k] = None  # read through the semantic model, of any module
+            if not gate or r.facts_everywhere or r.code not in wanting_codes:
+                gates[k] = None
+            elif gates.get(k, ()) is not None:
+                gates[k] = gates.get(k, ()) + (r.code,)
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     collector_gates = tuple(None if gates.get(k) is None else
                             sum(1 << wanting_codes.index(c) for c in set(gates[k])) for k, _ in collectors)

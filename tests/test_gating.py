@@ -1,5 +1,6 @@
 """The collectors' gating: a rule's collector runs only on the files its own prefilter accepts
-(unless the rule declares ``facts_everywhere``), and that changes no output.  The reference is the
+(unless the rule declares ``facts_everywhere``), and on another module when a check asks for its
+facts there, and that changes no output.  The reference is the
 slow path, every collector on every parsed file (``gate=False``, the hidden ``--no-gate``): both
 runs must give the same findings and not-judged records, byte for byte, on every case folder, and
 on a released vLLM when its unpacked tree is at hand."""
@@ -61,14 +62,15 @@ def test_no_gate_from_the_command_line():
     assert gated.stdout == slow.stdout
 
 
-def test_a_gated_collector_skips_the_files_its_rule_turns_down():
-    """PPA402's facts are its own file's only: a file its prefilter turns down (parsed for
-    another rule) holds none, says so in ``held``, and reading them there raises; the collectors
-    of a rule that declares ``facts_everywhere`` (PPA409 reads its parent class's file) ran."""
+def test_a_gated_collector_skips_the_files_its_rule_turns_down(tmp_path):
+    """PPA402's collector does not run on a file its prefilter turns down (parsed for another
+    rule): the summary says so in ``held``; asked for those facts there, the project runs it then
+    (on the file parsed again) and gives what an ungated summary holds."""
     from pp_attr_lint.config import Config, select_rules
     from pp_attr_lint.index.prefilter import make_rule_prefilter
-    from pp_attr_lint.rule_api import FactsSkipped, FileContext, index_spec
-    from pp_attr_lint.workspace.project import summarize_file
+    from pp_attr_lint.rule_api import index_spec
+    from pp_attr_lint.workspace.cache import Cache
+    from pp_attr_lint.workspace.project import Project, summarize_file
 
     rules = select_rules(Config(), None, None, None)
     spec = index_spec(rules)
@@ -76,32 +78,51 @@ def test_a_gated_collector_skips_the_files_its_rule_turns_down():
             b"class M:\n    def __init__(self):\n        self.layers = make_layers(2, None)\n\n"
             b"    def load_weights(self, weights):\n"
             b"        params = dict(self.named_parameters(remove_duplicate=False))\n"
-            b"        return params\n")
-    other = b"import torch.nn as nn\n\n\nclass A(nn.Module):\n    def f(self, m):\n        return m.model.norm\n"
+            b"        return params[weights[0]]\n")
+    other = (b"import torch.nn as nn\n\n\nclass A(nn.Module):\n    def f(self, m):\n"
+             b"        return m.model.norm\n\n    def load_weights(self, weights):\n"
+             b"        make_layers = self.named_parameters()\n        return make_layers\n")
     hit = make_rule_prefilter(spec.wanting)
     bit = 1 << spec.wanting_codes.index("PPA402")
     assert hit(data) & bit and hit(other) and not hit(other) & bit
     kept = summarize_file(data, spec, "a.py", hit(data))[1]
     skipped = summarize_file(other, spec, "b.py", hit(other))[1]
-    assert "PPA402" in kept["held"] and "PPA402" not in skipped["held"]
-    assert "PPA409" in skipped["held"] and "pp-ranks" in skipped["held"]
-    assert "PPA402" in summarize_file(other, spec, "b.py")[1]["held"]  # no mask: every collector
+    full = summarize_file(other, spec, "b.py")[1]  # no mask: every collector
+    assert "PPA402" in kept["held"] and "PPA402" not in skipped["held"] and "PPA402" in full["held"]
 
-    class _Project:
-        def __init__(self):
-            self.spec = spec
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "b.py").write_bytes(other)
+    project = Project([tmp_path], spec, Cache(tmp_path / "cache", "salt", enabled=False))
+    st = project.file_state(str(pkg / "b.py"))
+    project.prefilter_hit(st)
+    assert "PPA402" not in project.load(st)["held"]
+    assert project.facts("pkg.b", "PPA402") == full["facts"].get("PPA402")
+    assert "PPA402" in st.summary["held"]
 
-        def summary(self, module):
-            return {"m.a": kept, "m.b": skipped}.get(module)
 
-    class _State:
-        module, summary = "m.a", kept
+def test_completed_facts_are_the_ungated_ones():
+    """What a collector gives a file parsed again (:func:`complete_facts`) is what it gives in
+    the summary: on every case file, for every collector."""
+    from pp_attr_lint.config import Config, select_rules
+    from pp_attr_lint.index.summary import complete_facts
+    from pp_attr_lint.rule_api import index_spec
+    from pp_attr_lint.textio import decode_source
+    from pp_attr_lint.workspace.project import summarize_file
 
-    ctx = FileContext(file=_State(), project=_Project(), resolver=None, checked=[], shared={})
-    assert ctx.holds("PPA402") and not ctx.holds("PPA402", "m.b")
-    assert ctx.facts("PPA409", "m.b") is None
-    with pytest.raises(FactsSkipped):
-        ctx.facts("PPA402", "m.b")
+    spec = index_spec(select_rules(Config(), None, None, None))
+    differ = []
+    for case in CASES:
+        for path in sorted(case.rglob("*.py")):
+            data = path.read_bytes()
+            kind, summary = summarize_file(data, spec, str(path))
+            if kind != "ok":
+                continue
+            for key, collect in spec.collectors:
+                if complete_facts(decode_source(data), collect) != summary["facts"].get(key):
+                    differ.append(f"{key} {path}")
+    assert differ == []
 
 
 @pytest.mark.parametrize("version", ["0.21.0"])

@@ -882,6 +882,19 @@ def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknow
     return summary
 
 
+def complete_facts(source: str, collect) -> Any:
+    """What ``collect`` (a collector of an :class:`IndexSpec`) finds in a module whose summary was
+    made without it (its gate skipped the file; see :func:`summarize`): the same value it gives
+    there, from the module's text parsed again.  Raises ``SyntaxError`` only for a text that does
+    not parse, which no summarized file is."""
+    tree = ast.parse(source)
+    old = set_active(ModuleView(tree))
+    try:
+        return collect(tree, LineIndex(source))
+    finally:
+        set_active(old)
+
+
 def _registrations(tree: ast.Module) -> list:
     """The ``X.register_model("Arch", target)`` calls of ``tree`` (see the module docstring)."""
     out = []

@@ -27,8 +27,6 @@ class PlaceholderRule:
     the kinds a rule judges (:meth:`judge`, called with a :class:`~pp_attr_lint.semantic.model.RankFacts`)."""
 
     kinds: tuple[str, ...] = ()  # the use kinds of collect() that the rule judges
-    # the semantic model reads these facts of every module it follows (helpers, list owners)
-    facts_everywhere = True
 
     def collect(self, tree, lines):
         return collect_facts(tree, lines)

@@ -263,6 +263,39 @@ class Project:
             kept.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
         return self._apply_result(st, result)
 
+    def facts(self, module: str, key: str):
+        """What collector ``key`` found in ``module`` (see :meth:`facts_of`); ``None`` when the
+        module has no summary."""
+        st = self._find(module)
+        return None if st is None else self.facts_of(st, key)
+
+    def facts_of(self, st: FileState, key: str):
+        """What collector ``key`` (a facts key of this run's spec) found in ``st``'s file, ``None``
+        when nothing or when the file has no summary.  A collector the gate skipped there (its
+        rules' prefilters turned the file down: :func:`pp_attr_lint.rule_api.index_spec`) runs
+        now, on the file parsed again, and its facts join the summary, which then lists ``key``
+        under ``held``: the answer is the one an ungated summary gives.  A file whose content no
+        longer has the summary's hash (changed during the run) answers ``None``."""
+        s = self.load(st)
+        if s is None:
+            return None
+        held = s.get("held")
+        if held is not None and key not in held:
+            collect = next((fn for k, fn in self.spec.collectors if k == key), None)
+            if collect is not None:
+                data = read_file_bytes(st.path)
+                if isinstance(data, str) or (st.digest is not None and
+                                             hashlib.blake2b(data, digest_size=16).hexdigest() != st.digest):
+                    return None
+                from ..index.summary import complete_facts
+                from ..textio import decode_source
+
+                got = complete_facts(decode_source(data), collect)
+                if got is not None:
+                    s.setdefault("facts", {})[key] = got
+                s["held"] = list(held) + [key]
+        return s.get("facts", {}).get(key)
+
     def sizes(self, states) -> list[int]:
         """The size in bytes of each of ``states``' files from its recorded stat (0 when none): the
         weights that balance work over processes."""

@@ -39,7 +39,6 @@ def _init_end(path: str, cname: str):
 
 
 class MissingPPHook(Rule):
-    facts_everywhere = True  # reads the facts of the modules of a protocol and of a base class
     def prefilter(self, data: bytes) -> bool:
         """Some class that lists ``SupportsPP`` among its bases may lack the hook, or the file
         registers a model (:func:`~pp_attr_lint.engines.pp_hook.lists_without_hook`).  Or an

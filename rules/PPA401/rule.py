@@ -95,7 +95,6 @@ def _may_disagree(data: bytes) -> bool:
 
 
 class IntermediateTensorKeys(Rule):
-    facts_everywhere = True  # reads the stores and returns of the modules a layer class comes from
     def prefilter(self, data: bytes) -> bool:
         """The file may hold keys that disagree or a value sent as ``None`` (:func:`_may_disagree`);
         a byte test with nothing to import, as it runs on every file of a cold run."""

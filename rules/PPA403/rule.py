@@ -20,7 +20,6 @@ from pp_attr_lint.rule_api import Rule
 
 
 class StageLocalLayerId(Rule):
-    facts_everywhere = True  # reads the accessors of the modules a receiver's class comes from
     def prefilter(self, data: bytes) -> bool:
         """A file that subtracts ``self.start_layer`` (``[layer_id - self.start_layer]``, or
         ``local = layer_id - self.start_layer``): the only shapes of accessor the rule reads; the

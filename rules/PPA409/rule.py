@@ -149,7 +149,6 @@ def _collect(tree, lines) -> dict:
 
 
 class OverrideDropsPPBranch(Rule):
-    facts_everywhere = True  # reads the facts of the parent class's module
     def prefilter(self, data: bytes) -> bool:
         return (b"def load_weights" in data or b".__init__(self" in data) and _model_base_line(data)
 
