@@ -134,3 +134,28 @@ def test_gating_changes_nothing_on_a_release(version):
         pytest.skip("no unpacked tree of this release")
     root = Path(tree) / "vllm"
     assert _report([root], gate=True, src=[]) == _report([root], gate=False, src=[])
+
+
+def test_the_gates_of_the_spec():
+    """Each collector is gated by the bits of the rules it serves (PPA405's ``uses_facts`` adds
+    its bit to the placeholder facts'); ``facts_everywhere`` and ``gate=False`` run it everywhere."""
+    import dataclasses
+
+    from pp_attr_lint.config import Config, select_rules
+    from pp_attr_lint.index.spec import RANK_FACTS_KEY
+    from pp_attr_lint.rule_api import index_spec
+
+    rules = select_rules(Config(), None, None, None)
+    spec = index_spec(rules)
+    gates = dict(zip((k for k, _ in spec.collectors), spec.collector_gates))
+    bit = {c: 1 << k for k, c in enumerate(spec.wanting_codes)}
+    assert gates["PPA402"] == bit["PPA402"]
+    assert gates[RANK_FACTS_KEY] == bit["PPA101"] | bit["PPA102"] | bit["PPA103"] | bit["PPA405"]
+    assert set(index_spec(rules, gate=False).collector_gates) == {None}
+    ppa402 = next(r for r in rules if r.code == "PPA402")
+    everywhere = type("Everywhere", (type(ppa402),), {"facts_everywhere": True})
+    changed = [r for r in rules if r.code != "PPA402"]
+    changed.append(everywhere(**{f.name: getattr(ppa402, f.name) for f in dataclasses.fields(ppa402)}))
+    spec2 = index_spec(changed)
+    assert dict(zip((k for k, _ in spec2.collectors), spec2.collector_gates))["PPA402"] is None
+    assert spec2.key != spec.key
