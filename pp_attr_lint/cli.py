@@ -107,6 +107,8 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     c.add_argument("--no-cache", action="store_true", help="neither read nor write the cache")
     # for tests: every file parsed and checked by every rule (the prefilters' soundness)
     c.add_argument("--no-prefilter", action="store_true", help=argparse.SUPPRESS)
+    # for tests: every rule's collector run on every parsed file (the gating's reference)
+    c.add_argument("--no-gate", action="store_true", help=argparse.SUPPRESS)
     c.add_argument("--cache-dir", type=_nonempty_path)
     c.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
                    help="processes that read, parse and summarize files (default: the CPUs available, at most 8; "
@@ -366,7 +368,8 @@ def run_check(args) -> int:
                   file=sys.stderr)
     explicit = {os.path.abspath(p) for p in paths if not p.is_dir()}
     # --fix checks again after fixing: with --no-cache the summaries of unchanged files are kept in memory for it
-    cache = Cache(cache_dir, cache_salt(rules, not getattr(args, "no_prefilter", False)), enabled=not args.no_cache,
+    cache = Cache(cache_dir, cache_salt(rules, not getattr(args, "no_prefilter", False), not getattr(args, "no_gate", False)),
+                  enabled=not args.no_cache,
                   memory=args.fix and not args.diff)
     src = list(cfg.src) + list(args.src)
     python = args.python or cfg.python
@@ -378,7 +381,8 @@ def run_check(args) -> int:
     def checked(files=files, cache=cache, src=src, explicit=explicit, ignore_for=per_file_ignore(cfg), known=known):
         result = check(files, rules, cache=cache, src=src, as_module=args.as_module, explicit=explicit,
                        ignore_for=ignore_for, env_paths=env_paths, jobs=jobs_for(args.jobs),
-                       prefilter=not getattr(args, "no_prefilter", False), known_codes=known)
+                       prefilter=not getattr(args, "no_prefilter", False), known_codes=known,
+                       gate=not getattr(args, "no_gate", False))
         if args.strict or cfg.unresolved == "error":
             from .unjudged import helps
 

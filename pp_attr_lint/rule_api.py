@@ -21,13 +21,16 @@ What a rule asks of the engine:
   rule without a prefilter of its own wants the files that read one on another object, and so
   does one with :attr:`Rule.wants_attribute_reads`;
 * :meth:`Rule.collect`: facts of its own, taken from a parsed module (``ast``) and cached with the
-  module's summary (plain builtin data, ``marshal``-able);
+  module's summary (plain builtin data, ``marshal``-able); the collector runs on the files the
+  rule's own prefilter accepts (the only ones it checks), and on another module when a check asks
+  for its facts there (:meth:`FileContext.facts`: the file is parsed again then), unless the rule
+  declares :attr:`Rule.facts_everywhere`;
 * :meth:`Rule.check`: the findings of one checked file, given a :class:`FileContext` that reaches
   the shared :class:`~pp_attr_lint.resolve.Resolver` (one per project group and run).
 
 The engine never needs to change for a new rule: it takes the union of the rules' prefilters and
-attributes, runs every rule's collector when it parses a file, and calls every rule's check on
-every checked file.
+attributes, runs each rule's collector on the parsed files that rule wants (and on other modules
+when asked), and calls each rule's check on the checked files it wants.
 """
 
 from __future__ import annotations
@@ -76,6 +79,13 @@ class Rule:
     # True: the rule also wants the files that read one of its `attributes` on another object
     # (`x.end_layer`), besides those its own prefilter accepts (the test is shared between rules)
     wants_attribute_reads = False
+
+    # True: the rule's collector runs on every parsed file (a rule whose check reads its facts of
+    # most modules it is handed); False: only on the files its own prefilter accepts, the ones it
+    # checks, and on another module when ``ctx.facts(code, module)`` asks there (parsed again then:
+    # cheaper when few are asked).  Rules that share a collector (``facts_key``) or name it in
+    # ``uses_facts`` gate it by all their bits; one of them that declares this runs it everywhere.
+    facts_everywhere = False
 
     @property
     def facts_name(self) -> str:
@@ -181,15 +191,19 @@ class FileContext:
 
     def facts(self, code: str, module: str | None = None) -> Any:
         """The facts :meth:`Rule.collect` of rule ``code`` took from ``module`` (default: this
-        file); ``None`` when the module is not in the project or the rule collected nothing."""
-        s = self.summary if module is None else self.project.summary(module)
-        if s is None:
-            return None
-        return s.get("facts", {}).get(code)
+        file); ``None`` when the module is not in the project or the rule collected nothing.  A
+        module on which the gate skipped the collector (no rule it serves wanted the file) is
+        parsed again and the collector runs now (:meth:`~pp_attr_lint.workspace.project.Project.facts_of`):
+        the answer never depends on the gate."""
+        if module is None:
+            return self.project.facts_of(self.file, code)
+        return self.project.facts(module, code)
 
-
-
-
+    def holds(self, code: str) -> bool:
+        """Whether this file's summary holds what the collector of ``code`` found (it ran here),
+        so that :meth:`facts` answers without parsing the file again; ``True`` also when
+        ``code`` names no collector of this run."""
+        return code in self.summary.get("held", ()) or all(k != code for k, _ in self.project.spec.collectors)
 
 
 def fast_walk(node):
@@ -229,9 +243,15 @@ def module_classes(tree):
     return _classes(tree)
 
 
-def index_spec(rules, everything: bool = False) -> IndexSpec:
+def index_spec(rules, everything: bool = False, gate: bool = True) -> IndexSpec:
     """The :class:`~pp_attr_lint.index.spec.IndexSpec` of ``rules`` (:class:`Rule` instances);
-    ``everything``: no prefilter (every file is wanted by every rule; for tests)."""
+    ``everything``: no prefilter (every file is wanted by every rule; for tests); ``gate=False``:
+    every collector runs on every parsed file (the slow reference the gating is tested against).
+
+    A collector's gate is the prefilter bits of the rules it serves (its own, or named in their
+    ``uses_facts``): it runs on a file whose mask has one of them, or on every file (``None``)
+    when one of those rules declares :attr:`Rule.facts_everywhere` or has no prefilter bit.  A
+    module it skipped gets its facts when a check asks (:meth:`FileContext.facts`)."""
     attrs = frozenset(a for r in rules for a in r.attributes)
     # a rule whose prefilter is the default one and has no needles asks for nothing
     own_pf = [r for r in rules if type(r).prefilter is not Rule.prefilter or r.needles]
@@ -241,17 +261,30 @@ def index_spec(rules, everything: bool = False) -> IndexSpec:
     wanting_rules = [r for r in rules if id(r) in own_ids or r.attributes]
     wanting = tuple((r.prefilter, frozenset(r.attributes) if r.wants_attribute_reads else None) if id(r) in own_ids
                     else (None, frozenset(r.attributes)) for r in wanting_rules)
+    wanting_codes = tuple(r.code for r in wanting_rules)
     own = {}
+    gates: dict = {}  # facts key -> the rule codes whose bits gate its collector (None: every file)
     for r in rules:
         if type(r).collect is not Rule.collect:
             own.setdefault(r.facts_name, (r.collect, r.version))
+            if not gate or r.facts_everywhere or r.code not in wanting_codes:
+                gates[r.facts_name] = None
+            elif gates.get(r.facts_name, ()) is not None:
+                gates[r.facts_name] = gates.get(r.facts_name, ()) + (r.code,)
         for k, fn, v in r.uses_facts:
             own.setdefault(k, (fn, v))
+            if not gate or r.facts_everywhere or r.code not in wanting_codes:
+                gates[k] = None
+            elif gates.get(k, ()) is not None:
+                gates[k] = gates.get(k, ()) + (r.code,)
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
+    collector_gates = tuple(None if gates.get(k) is None else
+                            sum(1 << wanting_codes.index(c) for c in set(gates[k])) for k, _ in collectors)
     key = "|".join([",".join(sorted(attrs)), ",".join(f"{r.code}:{r.version}:{','.join(r.needles)}" for r in rules),
-                    ",".join(f"{k}:{v}" for k, (_, v) in sorted(own.items())), "all" if everything else ""])
+                    ",".join(f"{k}:{v}:{'*' if gates.get(k) is None else '+'.join(sorted(set(gates[k])))}"
+                             for k, (_, v) in sorted(own.items())), "all" if everything else ""])
     return IndexSpec(attrs, prefilters, collectors, key, tuple(r.code for r in own_pf), wanting,
-                     tuple(r.code for r in wanting_rules), everything)
+                     wanting_codes, everything, collector_gates)
 
 
 def wants(spec: IndexSpec, rule: Rule, mask: int | bool) -> bool:

@@ -86,6 +86,7 @@ def breakdown(paths: list[Path], data: list[bytes], repeat: int) -> dict[str, fl
     spec = index_spec(rules)
     hit = make_rule_prefilter(spec.wanting)
     accepted = [d for d in data if hit(d)]
+    masks = [hit(d) for d in accepted]  # a collector runs where its rule wants the file, as in a run
     best: dict[str, float] = {}
 
     def timed(name, fn):
@@ -97,7 +98,7 @@ def breakdown(paths: list[Path], data: list[bytes], repeat: int) -> dict[str, fl
         timed("ast", lambda: [ast.parse(d) and None for d in data])
         timed("prefilter", lambda: [hit(p.read_bytes()) for p in paths])
         timed("parse", lambda: [ast.parse(d) and None for d in accepted])
-        timed("summarize", lambda: [summarize_file(d, spec, "-") and None for d in accepted])
+        timed("summarize", lambda: [summarize_file(d, spec, "-", m) and None for d, m in zip(accepted, masks)])
     best["accepted"] = len(accepted)
     best["accepted_bytes"] = sum(map(len, accepted)) / max(1, sum(map(len, data)))
     return best

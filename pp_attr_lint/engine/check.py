@@ -52,17 +52,18 @@ def code_stamp() -> str:
     return ",".join(out)
 
 
-def cache_salt(rules: list[Rule], prefilter: bool = True) -> str:
+def cache_salt(rules: list[Rule], prefilter: bool = True, gate: bool = True) -> str:
     """What every cache entry of a run with ``rules`` depends on besides the files: the
     pp-attr-lint version, the summary format, the Python version, what the rules ask of the index
-    and :func:`code_stamp` (the ``salt_src`` of :class:`~pp_attr_lint.workspace.cache.Cache`)."""
+    (with ``prefilter`` and ``gate`` as :func:`check` takes them) and :func:`code_stamp` (the
+    ``salt_src`` of :class:`~pp_attr_lint.workspace.cache.Cache`)."""
     import sys
 
     from .. import __version__
     from ..index.spec import SUMMARY_VERSION
     from ..rule_api import index_spec
 
-    return f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{index_spec(rules, everything=not prefilter).key}|{code_stamp()}"
+    return f"{__version__}|{SUMMARY_VERSION}|{sys.version_info[:2]}|{index_spec(rules, everything=not prefilter, gate=gate).key}|{code_stamp()}"
 
 
 @dataclass
@@ -88,7 +89,7 @@ class CheckResult:
 def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path] = (),
           as_module: str | None = None, explicit: set[str] = frozenset(),
           ignore_for: callable = None, env_paths: list[str] | None = None, jobs: int = 1,
-          prefilter: bool = True, known_codes: frozenset[str] = frozenset()) -> CheckResult:
+          prefilter: bool = True, known_codes: frozenset[str] = frozenset(), gate: bool = True) -> CheckResult:
     """Check ``files`` with ``rules``.
 
     Args:
@@ -108,6 +109,9 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
             result is the same for any number.
         prefilter: ``False`` turns the byte prefilters off: every file is parsed and every rule
             checks it (slow; for the tests that prove each prefilter sound).
+        gate: ``False`` runs every rule's collector on every parsed file, not only on the files
+            its rule wants (the slow reference of the tests that prove the gating changes nothing;
+            see :func:`pp_attr_lint.rule_api.index_spec`).
         known_codes: every rule code there is (enabled or not); a code of a ``# noqa`` in
             ``files`` that looks like one but selects none is listed in ``noqa_warnings`` (see
             :func:`pp_attr_lint.noqa.unknown_codes`).
@@ -131,7 +135,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         [(r.code, r.source, repr(r)) for r in rules],
         paths, [os.path.abspath(s) for s in src], as_module, sorted(explicit), os.getcwd(), env_paths,
         environment_stamp(env_paths),  # the installed distributions and their versions
-        prefilter, sorted(known_codes),
+        prefilter, sorted(known_codes), gate,
     )), digest_size=16).hexdigest()
     memo = cache.memo(memo_key)
     replayed = None
@@ -149,7 +153,7 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         raw, unjudged, notes, digests, warnings = replayed
     else:
         touched, raw, unjudged, notes, digests = _analyze(paths, rules, cache, src, as_module, explicit, env_paths,
-                                                          jobs, prefilter)
+                                                          jobs, prefilter, gate)
         warnings = _noqa_warnings(paths, known_codes) if known_codes else []
         # the cache's own folder, when it is inside the checked tree, is not what the result depends
         # on: its files change with every run that writes it
@@ -232,7 +236,7 @@ def missing_engines(records: list[NotJudged], src=(), env_paths=()) -> dict[str,
     return out
 
 
-def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1, prefilter=True):
+def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1, prefilter=True, gate=True):
     """Run the rules over ``paths``: what the run depended on (``{path: (mtime_ns, size) or None}``),
     raw findings (before per-file ignores and noqa), the reads not judged (``# noqa`` applied),
     notes for the user and the content hash each checked file was judged on (``{path: digest}``).
@@ -250,7 +254,7 @@ def _analyze(paths, rules, cache, src, as_module, explicit, env_paths=(), jobs=1
     from ..workspace.modules import (as_module_project, has_relative_imports, infer_module, module_root_found,
                                      namespace_roots, remapped)
 
-    spec = index_spec(rules, everything=not prefilter)
+    spec = index_spec(rules, everything=not prefilter, gate=gate)
     # packages whose classes the facts declare attribute-less (torch, typing) are never read from
     # the environment: they stay what the facts say they are
     settings = merged_settings([r.settings for r in rules if r.settings is not None])

@@ -111,7 +111,7 @@ class Scan:
             cached = self.project.cache.summary(digest, root)
             if cached is not None:  # None: a damaged entry, made anew below
                 return (digest, hit, "cached", self._resolve_ahead(path, digest, hit, cached))
-        result = summarize_file(data, self.project.spec, path)
+        result = summarize_file(data, self.project.spec, path, hit)
         return (digest, hit, result, self._resolve_ahead(path, digest, hit, result))
 
     def _resolve_ahead(self, path: str, digest: str, hit: int, result: tuple) -> list[tuple]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-SUMMARY_VERSION = 23  # bump when the summary format of pp_attr_lint.index.summary changes
+SUMMARY_VERSION = 24  # bump when the summary format of pp_attr_lint.index.summary changes
 # where a summary keeps the facts of the rank collector (pp_attr_lint.semantic.values.collect), which the
 # placeholder rules share: one key for the collector and the rules
 RANK_FACTS_KEY = "pp-ranks"
@@ -49,3 +49,6 @@ class IndexSpec:
     wanting_codes: tuple[str, ...] = ()
     # no prefilter: every file is wanted by every rule (for tests of the prefilters' soundness)
     everything: bool = False
+    # one per collector: the prefilter bits of the rules it serves (it runs on a file whose mask has
+    # one of them), or None: it runs on every parsed file (see pp_attr_lint.rule_api.index_spec)
+    collector_gates: tuple = ()

@@ -20,6 +20,9 @@ with :mod:`marshal`.  It holds everything the resolver needs from a file and not
 * ``functions``: module-level function name -> scope record (params, locals).
 * ``reads``: the attribute reads of the watched attribute names (``X.start_layer`` and
   ``getattr(X, "start_layer")``), each with its receiver and exact position.
+* ``facts``: collector key -> what that collector returned (when not ``None``); ``held``: the
+  collector keys that ran on this file (a gated collector runs only where the file's prefilter
+  mask has a bit of its rules: :func:`pp_attr_lint.rule_api.index_spec`).
 
 Values of assignments are *value descriptors*, small tuples:
 
@@ -828,7 +831,8 @@ def _sub_bodies(stmt: ast.stmt) -> list[list[ast.stmt]]:
     return bodies
 
 
-def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknown>") -> dict[str, Any]:
+def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknown>",
+              mask: int | None = None) -> dict[str, Any]:
     """Summarize one module.
 
     Args:
@@ -836,6 +840,9 @@ def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknow
         spec: what to record (an :class:`IndexSpec`; a plain set of attribute names is read as
             ``IndexSpec(attrs)``).
         filename: only used in the ``SyntaxError`` message.
+        mask: the file's prefilter mask (a function of its bytes and ``spec``): a gated
+            collector runs only when it has one of the collector's bits; ``None``: every
+            collector runs.
 
     Returns:
         The summary dict described in this module's docstring; the rules' own facts are under
@@ -855,18 +862,37 @@ def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknow
     summarizer = _Summarizer(source, spec.attrs, view)
     summary = summarizer.run(tree)
     facts = {}
+    held = []
+    gates = spec.collector_gates or (None,) * len(spec.collectors)
     # the collectors' walks of the functions the summarizer walked read its nodes (see .view)
     old = set_active(view)
     try:
-        for code, collect in spec.collectors:
+        for (code, collect), gate in zip(spec.collectors, gates):
+            if gate is not None and mask is not None and not mask & gate:
+                continue  # none of its rules wants this file: none of them reads its facts here
+            held.append(code)
             got = collect(tree, summarizer.lines)
             if got is not None:
                 facts[code] = got
     finally:
         set_active(old)
     summary["facts"] = facts
+    summary["held"] = held
     summary["registrations"] = _registrations(tree) if "register_model" in source else []
     return summary
+
+
+def complete_facts(source: str, collect) -> Any:
+    """What ``collect`` (a collector of an :class:`IndexSpec`) finds in a module whose summary was
+    made without it (its gate skipped the file; see :func:`summarize`): the same value it gives
+    there, from the module's text parsed again.  Raises ``SyntaxError`` only for a text that does
+    not parse, which no summarized file is."""
+    tree = ast.parse(source)
+    old = set_active(ModuleView(tree))
+    try:
+        return collect(tree, LineIndex(source))
+    finally:
+        set_active(old)
 
 
 def _registrations(tree: ast.Module) -> list:

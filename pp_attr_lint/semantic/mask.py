@@ -141,7 +141,8 @@ def loader_failures(ctx, tree, lines, methods, rules) -> list[Failure]:
     out = []
     for rule in rules:
         code = rule.code
-        facts = ctx.facts(code)
+        # the collector did not run here (its prefilter turned the file down) or found nothing
+        facts = ctx.facts(code) if ctx.holds(code) else None
         if facts is None:
             facts = rule.collect(tree, lines)
         if not facts:

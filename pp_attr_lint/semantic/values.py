@@ -362,8 +362,7 @@ class Values(Service):
         self.pc_failure = None  # set by placeholder_condition
 
     def module_facts(self, module: str) -> dict | None:
-        s = self.ctx.project.summary(module)
-        return None if s is None else s.get("facts", {}).get(FACTS_KEY)
+        return self.ctx.project.facts(module, FACTS_KEY)  # collected now if its gate skipped the file
 
     def is_placeholder_call(self, module: str, callee: str | None) -> bool:
         if callee is None:

@@ -30,7 +30,7 @@ from .cache import Cache
 from .files import package_root
 
 
-def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
+def summarize_file(data: bytes, spec: IndexSpec, path: str, mask: int | None = None) -> tuple:
     """Decode and summarize one file's bytes (what :meth:`Project.load` does on a cache miss; a
     pure function of its arguments, so that worker processes can run it).
 
@@ -38,6 +38,8 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
         data: the file's bytes.
         spec: what the enabled rules ask of the index.
         path: the file's path, for messages only.
+        mask: the file's prefilter mask (a function of ``data`` and ``spec``, so the summary
+            stays one of the file's content): which gated collectors run; ``None``: all.
 
     Returns:
         ``("ok", summary)`` (see :func:`pp_attr_lint.index.summary.summarize`), ``("syntax", (message,
@@ -54,7 +56,7 @@ def summarize_file(data: bytes, spec: IndexSpec, path: str) -> tuple:
     except SyntaxError as e:
         return ("error", f"cannot decode file: {e.msg}")
     try:
-        return ("ok", summarize(text, spec, str(path)))
+        return ("ok", summarize(text, spec, str(path), mask))
     except SyntaxError as e:
         line = e.text
         if e.lineno and not line:
@@ -253,13 +255,46 @@ class Project:
         if self._fetched is not None and (st.hit or not self._claim(st.digest)):
             # resolving ahead in a scan: a file the scan summarizes anyway, or another process does
             return None
-        result = summarize_file(data, self.spec, st.path)
+        result = summarize_file(data, self.spec, st.path, st.hit if isinstance(st.hit, int) else None)
         # what another process adopts (see adopt): resolved ahead in a scan, or loaded by checks
         # in a worker
         kept = self._fetched if self._fetched is not None else self._loaded
         if kept is not None:
             kept.append((st.module, st.path, st.digest, st.hit, result, self.touched.get(st.path)))
         return self._apply_result(st, result)
+
+    def facts(self, module: str, key: str):
+        """What collector ``key`` found in ``module`` (see :meth:`facts_of`); ``None`` when the
+        module has no summary."""
+        st = self._find(module)
+        return None if st is None else self.facts_of(st, key)
+
+    def facts_of(self, st: FileState, key: str):
+        """What collector ``key`` (a facts key of this run's spec) found in ``st``'s file, ``None``
+        when nothing or when the file has no summary.  A collector the gate skipped there (its
+        rules' prefilters turned the file down: :func:`pp_attr_lint.rule_api.index_spec`) runs
+        now, on the file parsed again, and its facts join the summary, which then lists ``key``
+        under ``held``: the answer is the one an ungated summary gives.  A file whose content no
+        longer has the summary's hash (changed during the run) answers ``None``."""
+        s = self.load(st)
+        if s is None:
+            return None
+        held = s.get("held")
+        if held is not None and key not in held:
+            collect = next((fn for k, fn in self.spec.collectors if k == key), None)
+            if collect is not None:
+                data = read_file_bytes(st.path)
+                if isinstance(data, str) or (st.digest is not None and
+                                             hashlib.blake2b(data, digest_size=16).hexdigest() != st.digest):
+                    return None
+                from ..index.summary import complete_facts
+                from ..textio import decode_source
+
+                got = complete_facts(decode_source(data), collect)
+                if got is not None:
+                    s.setdefault("facts", {})[key] = got
+                s["held"] = list(held) + [key]
+        return s.get("facts", {}).get(key)
 
     def sizes(self, states) -> list[int]:
         """The size in bytes of each of ``states``' files from its recorded stat (0 when none): the
