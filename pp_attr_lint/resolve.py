@@ -512,7 +512,8 @@ class Resolver:
         ``"present"`` when some code may set or declare it, ``"unknown"`` when that cannot be told
         (``__getattr__``, ``setattr`` with a computed name, ``self.__dict__`` writes).
         Raises :class:`Unresolved` when the class or its ``__init__`` chain cannot be resolved."""
-        memo = self._memo.get(("status", key, attr))
+        mkey = ("status", key, attr)
+        memo = self._memo.get(mkey)
         if memo is None:
             cutoffs = self._cutoffs
             try:
@@ -520,7 +521,12 @@ class Resolver:
             except Unresolved as e:
                 memo = e
             if self._cutoffs == cutoffs:  # else it depends on the depth it was asked at
-                self._memo[("status", key, attr)] = memo
+                self._memo[mkey] = memo
+                if memo == "unknown":
+                    self._why_memo[mkey] = self.why
+        elif memo == "unknown":
+            # the reason of this answer, not of whatever question was asked last
+            self.why = self._why_memo.get(mkey, self.why)
         if isinstance(memo, Unresolved):
             raise memo
         return memo
@@ -556,7 +562,6 @@ class Resolver:
 
     def _unknown(self, detail: str) -> str:
         self.why = ("dynamic-class", detail, None)
-        self._why_memo[("status-unknown",)] = self.why
         return "unknown"
 
     def definition(self, key: ClassKey, attr: str) -> Where | None:

@@ -517,3 +517,32 @@ def test_an_answer_cut_at_the_nesting_limit_is_not_memoized(tmp_path, settings):
     assert r.attr_candidates(("pkg.m", "C0"), "nxt") is None and r.why[0] == "recursion-limit"
     inner = ("pkg.m", f"C{_MAX_NESTED_ATTRS - 4}")
     assert r.attr_candidates(inner, "nxt") is None and r.why[0] == "module-not-found"
+
+
+def test_a_memoized_unknown_status_keeps_its_own_reason(tmp_path, settings):
+    """``attribute_status`` answers from its memo the second time it is asked; the reason it
+    gives (``why``) is that question's, not the one left by whatever was asked in between (which
+    differed between the processes of a ``-j 2`` run)."""
+    r = make(tmp_path, settings, {"pkg/__init__.py": "", "pkg/m.py": """
+        from torch import nn
+
+        def setup(obj):
+            obj.start_layer = 0
+
+        class Passes(nn.Module):
+            def __init__(self):
+                super().__init__()
+                setup(self)
+
+        class Dynamic(nn.Module):
+            def __getattr__(self, name):
+                return 1
+    """})
+    passes, dynamic = ("pkg.m", "Passes"), ("pkg.m", "Dynamic")
+    assert r.attribute_status(passes, "start_layer") == "unknown"
+    first = r.why
+    assert "passes `self` to a function" in first[1]
+    assert r.attribute_status(dynamic, "start_layer") == "unknown"
+    assert "__getattr__" in r.why[1]
+    assert r.attribute_status(passes, "start_layer") == "unknown"
+    assert r.why == first
