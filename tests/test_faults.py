@@ -73,9 +73,9 @@ def read_file_bytes(path):
 P.read_file_bytes = read_file_bytes
 
 summarize = P.summarize_file
-def summarize_file(data, spec, path):
+def summarize_file(data, spec, path, *rest):
     fault("summarize", path)
-    return summarize(data, spec, path)
+    return summarize(data, spec, path, *rest)
 P.summarize_file = S.summarize_file = summarize_file
 
 read_source = T.read_source

@@ -5,19 +5,23 @@ list comes from ``make_layers`` and ``i`` walks a list of global layer ids of th
 
 from __future__ import annotations
 
-from pp_attr_lint.engines.layer_ids import CONFIG_LAYERS, LONG_CHAIN, config_id_reads
 from pp_attr_lint.kinds.placeholder import FACTS_KEY, collect_facts, read_not_judged
 from pp_attr_lint.rule_api import Rule
 
 
 class ConfigLayerIdIndex(Rule):
     def prefilter(self, data: bytes) -> bool:
+        # imported here, not at the top: a warm run loads the rules but none of the analysis
+        from pp_attr_lint.engines.layer_ids import CONFIG_LAYERS, LONG_CHAIN
+
         return (b"make_layers" in data or LONG_CHAIN.search(data) is not None) \
             and (CONFIG_LAYERS.search(data) is not None or b".split(" in data)
 
     def collect(self, tree, lines):
         if not self.prefilter(lines.source.encode()):
             return None
+        from pp_attr_lint.engines.layer_ids import config_id_reads
+
         return config_id_reads(tree, lines) or None
 
     def check(self, ctx):
