@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 
-from ..index.astutil import module_classes
+from ..index.astutil import module_classes, ref_chain
 from ..index.astutil import walk as fast_walk
 from ..semantic.callsites import argument, name_uses, positional, rebound, self_attr
 from ..semantic.constructions import NotEstablished, dotted
@@ -256,22 +256,10 @@ CONFIG_LAYERS = re.compile(rb"config\.(?!num_|n_|layer_norm)[A-Za-z_]*layer")
 LONG_CHAIN = re.compile(rb"self(?:\.\w+){2,}\[")  # `self.model.layers[`: a list of another object
 
 
-def _chain(node) -> list | None:
-    """``["self", "config", "x"]`` for ``self.config.x``; ``None`` for other expressions."""
-    out = []
-    while isinstance(node, ast.Attribute):
-        out.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    out.append(node.id)
-    return out[::-1]
-
-
 def _config_list(node) -> str | None:
     """The text of ``node`` when it is an attribute of a model config naming layers
     (``config.engram_layer_ids``, ``self.config.moe_layer_ids``); ``None`` otherwise."""
-    c = _chain(node)
+    c = ref_chain(node)
     if c is None or len(c) < 2 or not CONFIG_LAYERS.search(f"config.{c[-1]}".encode()):
         return None
     if not any(p == "config" or p.endswith("_config") for p in c[:-1]):
@@ -426,7 +414,7 @@ class ConfigIdReads(FlowWalker):
         if not loops or not isinstance(node.value, ast.Subscript):
             return
         sub = node.value
-        base = _chain(sub.value)
+        base = ref_chain(sub.value)
         if not (base and base[0] == "self" and (len(base) > 2 or len(base) == 2 and base[1] in self.lists)
                 and isinstance(sub.slice, ast.Name) and loops.get(sub.slice.id) is not None):
             return
@@ -434,7 +422,7 @@ class ConfigIdReads(FlowWalker):
             return
         src, binder = loops[sub.slice.id]
         unread = next((a[len(HELPER) + 1:] for a in sorted(atoms(guard)) if a.startswith(HELPER)), None)
-        self.out.append((base, sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard), unread))
+        self.out.append((list(base), sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard), unread))
 
     def fix_at(self, loop, guard):
         """``[row, col, indent]`` of the first statement of ``loop``, the ``for`` loop that binds
@@ -474,10 +462,10 @@ def config_id_reads(tree, lines) -> list:
                 continue
             for st in fast_walk(m):
                 if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) \
-                        and (_chain(st.value.func) or [""])[-1] == "make_layers":
+                        and (ref_chain(st.value.func) or ("",))[-1] == "make_layers":
                     for t in st.targets:
                         if isinstance(t, ast.Tuple):
-                            names = [c[1] for c in map(_chain, t.elts) if c and len(c) == 2 and c[0] == "self"]
+                            names = [c[1] for c in map(ref_chain, t.elts) if c and len(c) == 2 and c[0] == "self"]
                             rest = [n for n in names if n not in _RANGE]
                             if len(names) == len(t.elts) == 3 and len(rest) == 1 and set(names) - set(rest) == _RANGE:
                                 lists.add(rest[0])
