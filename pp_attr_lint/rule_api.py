@@ -264,19 +264,21 @@ def index_spec(rules, everything: bool = False, gate: bool = True) -> IndexSpec:
     wanting_codes = tuple(r.code for r in wanting_rules)
     own = {}
     gates: dict = {}  # facts key -> the rule codes whose bits gate its collector (None: every file)
+
+    def serves(key: str, r: Rule) -> None:
+        """The collector ``key`` serves rule ``r``: its gate gets ``r``'s bit, or none at all."""
+        if not gate or r.facts_everywhere or r.code not in wanting_codes:
+            gates[key] = None
+        elif gates.get(key, ()) is not None:
+            gates[key] = gates.get(key, ()) + (r.code,)
+
     for r in rules:
         if type(r).collect is not Rule.collect:
             own.setdefault(r.facts_name, (r.collect, r.version))
-            if not gate or r.facts_everywhere or r.code not in wanting_codes:
-                gates[r.facts_name] = None
-            elif gates.get(r.facts_name, ()) is not None:
-                gates[r.facts_name] = gates.get(r.facts_name, ()) + (r.code,)
+            serves(r.facts_name, r)
         for k, fn, v in r.uses_facts:
             own.setdefault(k, (fn, v))
-            if not gate or r.facts_everywhere or r.code not in wanting_codes:
-                gates[k] = None
-            elif gates.get(k, ()) is not None:
-                gates[k] = gates.get(k, ()) + (r.code,)
+            serves(k, r)
     collectors = tuple((k, fn) for k, (fn, _) in sorted(own.items()))
     collector_gates = tuple(None if gates.get(k) is None else
                             sum(1 << wanting_codes.index(c) for c in set(gates[k])) for k, _ in collectors)
