@@ -202,7 +202,6 @@ class VllmEngine(Service):
         ``architectures=[self._LM_ARCHITECTURE]``).  An argument read from the model's config
         names no host here.  Files of the analysed tree (:meth:`TreeReader.tree_files`)."""
         import fnmatch
-        import re
 
         if not archs:
             return []

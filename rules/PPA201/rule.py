@@ -6,6 +6,8 @@ file) is :mod:`pp_attr_lint.engines.pp_hook`; the rule keeps the query and the m
 
 from __future__ import annotations
 
+import re
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
 from pp_attr_lint.textio import display_path
@@ -13,7 +15,7 @@ from pp_attr_lint.unjudged import MISSING_CODE
 
 
 # the hook assigned a lambda or a local function (:mod:`pp_attr_lint.engines.hook_signature`)
-_ASSIGNED_CALLABLE = __import__("re").compile(rb"self\.make_empty_intermediate_tensors\s*=\s*\(?\s*(?!self\.)")
+_ASSIGNED_CALLABLE = re.compile(rb"self\.make_empty_intermediate_tensors\s*=\s*\(?\s*(?!self\.)")
 
 
 class MissingPPHook(Rule):
