@@ -152,8 +152,10 @@ def test_jobs_are_capped_at_the_cpus_available():
 
 def test_scan_resolves_ahead_the_bases_the_rules_name(tmp_path):
     """With ``ahead``, the processes that summarize the files also summarize the modules the MROs
-    of the classes the rules name lead to (PPA301's skipping class: its base's module, which no
-    prefilter selects), so the checks find them ready; without it they are left to the checks."""
+    of the classes a rule's ``prefetch`` names lead to (here the skipping class of PPA301's case:
+    its base's module, which no prefilter selects), so the checks find them ready; without it
+    they are left to the checks.  No builtin rule prefetches (it cost more than it saved), so a
+    rule of this test does."""
     from pp_attr_lint.engine.scan import Scan
     from pp_attr_lint.facts import merged_settings
     from pp_attr_lint.resolve import Resolver
@@ -168,14 +170,30 @@ def test_scan_resolves_ahead_the_bases_the_rules_name(tmp_path):
     base_py.write_text("\n".join(line for line in base_py.read_text().splitlines() if "no end_layer" not in line) + "\n")
     for k in range(8):  # enough files for the scan to fork
         (pkg / f"filler{k}.py").write_text(f"x{k} = {k}\n")
+    from pp_attr_lint.resolve import Unresolved
+    from pp_attr_lint.rule_api import Rule
+
+    class Prefetching(Rule):
+        def prefilter(self, data):
+            return False
+
+        def prefetch(self, module, summary, resolver):
+            for cname in summary["classes"]:
+                try:
+                    resolver.mro((module, cname))
+                except Unresolved:
+                    pass
+
     rules = all_rules()
     spec = index_spec(rules)
     settings = merged_settings([r.settings for r in rules if r.settings is not None])
+    ahead_rules = rules + [Prefetching(code="PPA901", name="prefetching", summary="resolves ahead")]
+    assert not Scan(None, rules).prefetchers  # the builtin rules do not prefetch
     got = {}
     for ahead in (None, lambda p: Resolver(p, settings)):
         project = Project([tmp_path], spec, Cache(None, spec.key, enabled=False))
         states = [project.file_state(str(p)) for p in sorted(pkg.glob("*.py"))]
-        checked = Scan(project, rules, ahead=ahead).run(states, frozenset(), 2)
+        checked = Scan(project, ahead_rules, ahead=ahead).run(states, frozenset(), 2)
         base = project.state_of(str(pkg / "base.py"))
         got[ahead is None] = ([os.path.basename(st.path) for st in checked], base is not None and base.summary is not None)
     assert got[True][0] == got[False][0] == ["eagle.py"]  # base.py is no prefilter hit

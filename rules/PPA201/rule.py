@@ -71,29 +71,6 @@ class MissingPPHook(Rule):
             out["pp_words"] = True
         return out or None
 
-    def prefetch(self, module, summary, resolver):
-        """The MRO of the classes :meth:`check` judges, the registries it reads for them, and
-        for a class that lacks the hook what its fix looks at (the classes its ``__init__``'s
-        attributes hold)."""
-        from pp_attr_lint.engines.pp_hook import hook_providers, lists_protocol, provides_hook, skips_base_init
-
-        listed = [cname for cname, rec in summary["classes"].items()
-                  if lists_protocol(cname, rec) or skips_base_init(cname, rec)]
-        if listed:
-            resolver.model_registry(module.split(".", 1)[0])
-        from pp_attr_lint.resolve import Unresolved
-
-        for cname in listed:
-            key = (module, cname)
-            try:
-                if provides_hook(resolver, key):
-                    continue
-                inits = resolver.executed_inits(key)
-                if inits and inits[0][0] == key:
-                    hook_providers(resolver, key, inits)
-            except Unresolved:
-                pass
-
     def check(self, ctx):
         from pp_attr_lint.engines.pp_hook import (drafter_only, inherits_protocol, lists_protocol, no_base_init,
                                                   skips_base_init)

@@ -23,17 +23,6 @@ class SkippedInitAttribute(Rule):
 
         return may_skip_base_init(data)
 
-    def prefetch(self, module, summary, resolver):
-        """The MRO of the classes :meth:`check` judges."""
-        from pp_attr_lint.resolve import Unresolved
-
-        for cname, rec in summary["classes"].items():
-            if _judged(cname, rec):
-                try:
-                    resolver.mro((module, cname))
-                except Unresolved:
-                    pass
-
     def check(self, ctx):
         from pp_attr_lint.semantic.init import Inits
 
