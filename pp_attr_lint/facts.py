@@ -143,6 +143,12 @@ PARALLEL_CONFIG_MODULES = ("{top}.config.parallel", "{top}.config")
 # the registry table of speculative-decoding drafters (vllm/model_executor/models/registry.py): a
 # drafter runs on one rank and never receives intermediate tensors
 DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"
+# the draft model's configuration: vLLM's SpeculativeConfig.draft_model_config (vllm/config/
+# speculative.py), reached as `vllm_config.speculative_config.draft_model_config`; the
+# speculative config is None without speculative decoding (VllmConfig.speculative_config), so
+# a class whose __init__ reads it on every call is built only as a drafter (vLLM's EAGLE heads:
+# `self.config = vllm_config.speculative_config.draft_model_config.hf_config`)
+DRAFT_CONFIG_CHAIN = ("speculative_config", "draft_model_config")
 # words in the class names of SGLang's speculative draft models, which its registry loads like any
 # other model (sglang/srt/models/qwen3_moe_mtp.py `Qwen3MoeForCausalLMMTP`, deepseek_nextn.py
 # `DeepseekV3ForCausalLMNextN`, llama_eagle3.py `LlamaForCausalLMEagle3`); whether the engine runs

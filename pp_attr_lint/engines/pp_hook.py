@@ -253,6 +253,36 @@ def drafter_only(resolver, registrations, key):
     return bool(names) and names <= {F.DRAFTER_TABLE}
 
 
+def draft_built(tree, lines) -> list[str]:
+    """The classes of module ``tree`` whose ``__init__`` reads the draft model's configuration
+    (``<x>.speculative_config.draft_model_config``, :data:`pp_attr_lint.facts.DRAFT_CONFIG_CHAIN`)
+    on every call, by the flow walker's reading (no test, loop or handler around it): such a
+    class cannot be built without speculative decoding, so the engine builds it only as a
+    drafter.  ``lines`` is the module's :class:`~pp_attr_lint.index.spec.LineIndex`."""
+    import ast
+
+    from ..index.astutil import ref_chain
+    from ..semantic.flow import FunctionGuards
+    from ..semantic.guards import TRUE
+
+    want = F.DRAFT_CONFIG_CHAIN
+    out = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        init = next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
+        if init is None or want[-1] not in "".join(lines.lines[init.lineno - 1:init.end_lineno]):
+            continue
+        flow = FunctionGuards(init, lines, cls=node.name)
+        for sub in ast.walk(init):
+            if isinstance(sub, ast.Attribute) and sub.attr == want[-1]:
+                chain = ref_chain(sub)
+                if chain is not None and chain[-len(want):] == want and flow.every_call(sub) == TRUE:
+                    out.append(node.name)
+                    break
+    return out
+
+
 def provides_hook(r, key) -> bool:
     """Whether instances of ``key`` have the hook of their own: a method, property or class
     attribute before any ``SupportsPP`` on the MRO, or an assignment in an executed ``__init__``."""

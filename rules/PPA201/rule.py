@@ -67,6 +67,10 @@ class MissingPPHook(Rule):
             out["callables"] = callables  # the kind "signature": the runner's call does not bind
         if helpers:
             out["init_helpers"] = helpers
+        from pp_attr_lint.engines.pp_hook import draft_built
+
+        if drafts := draft_built(tree, lines):
+            out["draft_built"] = drafts  # built only as a speculative-decoding drafter
         if any(PP_WORDS_TEXT.search(ln) for ln in lines.lines):
             out["pp_words"] = True
         return out or None
@@ -96,6 +100,8 @@ class MissingPPHook(Rule):
                                                 f"`SupportsPP` is on its MRO cannot be told: {detail}"))
                     continue
             drafter = drafter_only(ctx.resolver, RankFacts.of(ctx).registrations, (ctx.module, cname))
+            if drafter is not True and self._draft_built(ctx, (ctx.module, cname)):
+                drafter = True  # its __init__ reads the draft model's config: built only as a drafter
             if drafter is True:
                 continue  # a speculative-decoding drafter: never asked for intermediate tensors
             if drafter is not False:
@@ -129,6 +135,18 @@ class MissingPPHook(Rule):
             if f is not None:
                 out.append(f)
         return out
+
+    def _draft_built(self, ctx, key) -> bool:
+        """Whether an ``__init__`` that runs when ``key`` is built reads the draft model's
+        configuration on every call (:func:`~pp_attr_lint.engines.pp_hook.draft_built`)."""
+        from pp_attr_lint.resolve import Unresolved
+
+        try:
+            inits = ctx.resolver.executed_inits(key)
+        except Unresolved:
+            return False
+        return any(ikey[1] in ((ctx.facts(self.code, ikey[0]) or {}).get("draft_built", ()))
+                   for ikey, _scope in inits if ikey[0] != "<external>")
 
     def _signature(self, ctx, cname, bad):
         """The hook ``bad`` (a :func:`~pp_attr_lint.engines.hook_signature.hook_callables` record)

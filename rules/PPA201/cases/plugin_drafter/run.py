@@ -11,14 +11,18 @@ import plugin
 from plugin.drafter import PluginEagleLlama
 from plugin.drafter3 import PluginEagle3Llama
 from plugin.lm import PluginLMForCausalLM
+from plugin.vwn import PluginSpecAwareLM, PluginVwnEagle3
 
 CONFIG = SimpleNamespace()
+DRAFTING = SimpleNamespace(speculative_config=SimpleNamespace(draft_model_config=SimpleNamespace(hf_config=None)))
+SERVING = SimpleNamespace(speculative_config=None)
 
 
 def drafters():
     plugin.register()
     PluginEagleLlama(CONFIG)
     PluginEagle3Llama(CONFIG)
+    PluginVwnEagle3(DRAFTING)
 
 
 def serve():
@@ -27,4 +31,10 @@ def serve():
         receive_buffers(model)
 
 
-PROBES = [drafters, serve]
+def serve_spec_aware():
+    model = PluginSpecAwareLM(SERVING)
+    if not get_pp_group().is_first_rank:
+        receive_buffers(model)
+
+
+PROBES = [drafters, serve, serve_spec_aware]

@@ -10,3 +10,5 @@ def register():
     ModelRegistry.register_model("EagleLlamaForCausalLM", "plugin.drafter:PluginEagleLlama")
     ModelRegistry.register_model("Eagle3LlamaForCausalLM", PluginEagle3Llama)
     ModelRegistry.register_model("PluginLMForCausalLM", "plugin.lm:PluginLMForCausalLM")
+    ModelRegistry.register_model("PluginVwnEagle3", "plugin.vwn:PluginVwnEagle3")
+    ModelRegistry.register_model("PluginSpecAwareLM", "plugin.vwn:PluginSpecAwareLM")
