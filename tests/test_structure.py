@@ -262,3 +262,133 @@ def test_the_rule_scan_sees_each_shape(tmp_path):
                    "its own list of rank words ['is_first_rank', 'get_pp_group().is_last_rank']",
                    "class V subclasses ast.NodeVisitor", "V.visit_If walks statements", "W.stmt walks statements",
                    "walk recurses over statement blocks", "flat walks a worklist of statement blocks"], got
+
+
+# -- one walker: which statements run, and under which guard, is the flow walker's -------------
+_COMPOUND = frozenset({"If", "Try", "TryStar", "With", "AsyncWith"})
+_SEMANTIC = REPO / PKG / "semantic"
+# Functions outside pp_attr_lint/semantic/ that descend into the blocks of `if` / `try` / `with`
+# themselves, each with why: (module, function) -> reason.  A function added here must say why the
+# flow walker (semantic/flow.py FunctionGuards) cannot answer it; one that stops descending must leave.
+OWN_BLOCK_WALKS: dict = {
+    ("pp_attr_lint/index/astutil.py", "module_classes"):
+        "a module's classes under its top-level `if`/`try` blocks: no function body, no guard asked",
+    ("pp_attr_lint/engines/sglang.py", "visit"):
+        "the `if` tests around SGLang's runner assert, read as test nodes (pp_only_test): not yet ported",
+}
+
+
+def _names_compound(fn) -> bool:
+    return any(isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "ast"
+               and n.attr in _COMPOUND for n in ast.walk(fn))
+
+
+def _holds_block(node) -> bool:
+    return any(isinstance(n, ast.Attribute) and n.attr in _BODY_FIELDS for n in ast.walk(node))
+
+
+def _own_nodes(fn):
+    """The nodes of ``fn`` outside its nested functions and classes (those are judged apart)."""
+    todo = list(ast.iter_child_nodes(fn))
+    while todo:
+        n = todo.pop()
+        yield n
+        if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(n))
+
+
+def _fed(node) -> tuple | None:
+    """``(list name, value)`` when ``node`` adds ``value`` to a list named by a plain name
+    (``todo.extend(v)``, ``todo.append(v)``, ``todo.insert(i, v)``, ``todo += v``, ``todo[:0] = v``)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) \
+            and node.func.attr in ("extend", "append", "insert") and node.args:
+        return node.func.value.id, node.args[-1]
+    if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+        return node.target.id, node.value
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript) \
+            and isinstance(node.targets[0].value, ast.Name):
+        return node.targets[0].value.id, node.value
+    return None
+
+
+def descends_into_blocks(fn) -> ast.AST | None:
+    """The node by which function ``fn``, which names ``ast.If`` / ``ast.Try`` / ``ast.With``, walks
+    into the blocks of compound statements itself: a call of itself or of a walker method
+    (``block``, ``stmt``, ``visit_*``) handed a block (``st.body``, ``st.orelse``, ``h.body``), or
+    a worklist the loop it drives is fed blocks (``while todo: ... todo += st.body``, ``for st in
+    todo: todo.extend(st.orelse)``); ``None`` when it does neither."""
+    if not _names_compound(fn):
+        return None
+    for n in _own_nodes(fn):
+        if isinstance(n, ast.Call):
+            name = getattr(n.func, "id", None) or getattr(n.func, "attr", None)
+            if (name == fn.name or (name and _WALKER_METHODS.match(name))) \
+                    and any(_holds_block(a) for a in [*n.args, *(k.value for k in n.keywords)]):
+                return n
+        if isinstance(n, (ast.While, ast.For, ast.AsyncFor)):
+            driven = {x.id for x in ast.walk(n.test if isinstance(n, ast.While) else n.iter) if isinstance(x, ast.Name)}
+            for m in ast.walk(n):
+                got = _fed(m)
+                if got is not None and got[0] in driven and _holds_block(got[1]):
+                    return m
+    return None
+
+
+def own_block_walks(paths, root: Path = REPO) -> dict:
+    """``{(module path relative to ``root``, function name): "line: text"}`` for each function of
+    ``paths`` that :func:`descends_into_blocks`."""
+    out = {}
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) and (n := descends_into_blocks(fn)) is not None:
+                out[(path.relative_to(root).as_posix(), fn.name)] = f"{n.lineno}: {ast.unparse(n)[:80]}"
+    return out
+
+
+def test_only_the_flow_walker_descends_into_if_try_with_blocks():
+    """Outside :mod:`pp_attr_lint.semantic`, no module walks into ``if``/``try``/``with`` blocks
+    itself (a second opinion on which statements run, blind to an early ``return``, an ``assert``,
+    ``and``/``or`` or a handler), except the functions of :data:`OWN_BLOCK_WALKS`."""
+    found = own_block_walks([p for p in FILES if _SEMANTIC not in p.parents])
+    extra = [f"{m}:{v} ({f})" for (m, f), v in sorted(found.items()) if (m, f) not in OWN_BLOCK_WALKS]
+    assert extra == [], "ask semantic/flow.py FunctionGuards instead:\n" + "\n".join(extra)
+    stale = [k for k in OWN_BLOCK_WALKS if k not in found]
+    assert stale == [], f"no longer walks its own blocks, remove from OWN_BLOCK_WALKS: {stale}"
+
+
+def test_the_block_walk_scan_sees_each_shape(tmp_path):
+    """The scan finds recursion, a walker method and each way of feeding a worklist, and not a
+    list that merely collects blocks of statements the flow walker reached."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import ast\n"
+                     "def rec(body):\n"
+                     "    for st in body:\n"
+                     "        if isinstance(st, ast.If):\n"
+                     "            rec(st.orelse)\n"
+                     "class W:\n"
+                     "    def stmt(self, st):\n"
+                     "        if isinstance(st, ast.Try):\n"
+                     "            self.block(st.finalbody)\n"
+                     "def work(fn):\n"
+                     "    todo = list(fn.body)\n"
+                     "    while todo:\n"
+                     "        st = todo.pop(0)\n"
+                     "        if isinstance(st, ast.With):\n"
+                     "            todo += [(s, 1) for s in st.body]\n"
+                     "def front(tree):\n"
+                     "    todo = list(tree.body)\n"
+                     "    while todo:\n"
+                     "        n = todo.pop(0)\n"
+                     "        if isinstance(n, (ast.If, ast.Try)):\n"
+                     "            todo[:0] = [*n.body, *n.orelse]\n"
+                     "def collects(reached):\n"
+                     "    tests = []\n"
+                     "    for n in reached:\n"
+                     "        if isinstance(n, ast.If):\n"
+                     "            tests.append((n, n.orelse))\n"
+                     "def no_compound(body):\n"
+                     "    for st in body:\n"
+                     "        no_compound(st.body)\n", encoding="utf-8")
+    got = {f: int(v.split(":", 1)[0]) for (_m, f), v in own_block_walks([probe], tmp_path).items()}
+    assert got == {"rec": 5, "stmt": 9, "work": 15, "front": 21}, got

@@ -9,7 +9,8 @@ another signature (``self.make_empty_intermediate_tensors = lambda: None`` on th
 multi-stage model that do not run the language model) raises ``TypeError`` there.
 
 * :func:`hook_callables`: per class of a file, the lambdas and local functions its ``__init__``
-  assigns the hook (a branch of a conditional expression included), with their parameters;
+  assigns the hook (a branch of a conditional expression included), with their parameters and
+  the guard that picks them, as the flow walker reads them (``semantic/flow.py``);
 * :func:`runner_calls`: the runner's calls of the hook, read from the analysed tree (modules of
   a ``worker`` package, a receiver other than ``self``), not from a list kept here;
 * :func:`binds`: whether a recorded callable takes a recorded call.
@@ -20,6 +21,8 @@ from __future__ import annotations
 import ast
 
 from .. import facts as F
+from ..semantic import guards as G
+from ..semantic.flow import FunctionGuards
 
 
 def _params(fn) -> dict:
@@ -54,15 +57,16 @@ def _hook_target(stmt) -> bool:
 
 
 def _candidates(value, local_defs: dict, when: list, out: list) -> None:
-    """The lambdas and local functions ``value`` may evaluate to, with the tests that pick each
-    (``(test, taken)`` pairs, outermost first)."""
+    """The lambdas and local functions ``value`` may evaluate to, as ``(callable, words, the
+    tests that pick it (``(test, taken)`` pairs, outermost first), the node of ``value`` that
+    names it)``."""
     if isinstance(value, ast.IfExp):
         _candidates(value.body, local_defs, when + [(value.test, True)], out)
         _candidates(value.orelse, local_defs, when + [(value.test, False)], out)
     elif isinstance(value, ast.Lambda):
-        out.append((value, "a `lambda`", when))
-    elif isinstance(value, ast.Name) and value.id in local_defs:
-        out.append((local_defs[value.id], f"the local function `{value.id}`", when))
+        out.append((value, "a `lambda`", when, value))
+    elif isinstance(value, ast.Name) and local_defs.get(value.id) is not None:
+        out.append((local_defs[value.id], f"the local function `{value.id}`", when, value))
 
 
 def _switch(test) -> bool:
@@ -75,17 +79,39 @@ def _switch(test) -> bool:
                     if not isinstance(n, (ast.Tuple, ast.List, ast.Set, ast.Load))))
 
 
+def _setting_atom(test, settings: set):
+    """An ``atom_of`` for the flow walker: a test of a setting (:func:`_switch`) as the atom of
+    its positive form (``stage != "a"`` is ``not stage == "a"``), whose name is added to
+    ``settings``; ``None`` for any other test (the walker's own naming)."""
+    if not _switch(test):
+        return None
+    op = test.ops[0]
+    negated = isinstance(op, (ast.NotEq, ast.NotIn))
+    if negated:
+        test = ast.Compare(left=test.left, ops=[ast.Eq() if isinstance(op, ast.NotEq) else ast.In()],
+                           comparators=test.comparators)
+    settings.add(name := ast.unparse(test))
+    return G.f_not(("a", name)) if negated else ("a", name)
+
+
 def hook_callables(tree, lines) -> dict:
     """``{class name: [record]}`` for the top-level classes whose own ``__init__`` assigns
     ``self.make_empty_intermediate_tensors`` a lambda or a function defined in that ``__init__``
     (directly or as a branch of ``a if test else b``).  A record: ``line``, ``col``, ``end_line``,
     ``end_col`` (the callable), ``what`` (in words), ``when`` (the tests that pick it, in words;
-    ``None`` when always), ``switch`` (every such test is a setting's, :func:`_switch`), ``none``
-    (it only returns ``None``, :func:`_answers_none`), and its parameters (see
-    :func:`binds`).  A callable is left out when a later statement of ``__init__`` assigns the hook
-    again, unless that statement lies under an ``if`` whose test is the one that picks the other
-    branch (``x if stage == "a" else lambda: None`` followed by ``if stage == "a": self.hook = ...``).
-    Nothing is raised."""
+    ``None`` when always), ``switch`` (every test that picks it is a setting's, :func:`_switch`, or
+    the rank's), ``skippable`` (it is assigned in a block a call may skip: a loop's body, an
+    exception handler), ``none`` (it only returns ``None``, :func:`_answers_none`), and its
+    parameters (see :func:`binds`).
+
+    Which statements run, and under which guard, is the flow walker's
+    (:class:`~pp_attr_lint.semantic.flow.FunctionGuards`: ``if``/``elif``/``else``, early
+    ``return``/``raise``, ``assert``, ``and``/``or``, ``try``, ``with``, loops), the guard of a
+    callable its branch's: a callable that no rank after the first can be assigned (under ``if
+    False``, after a ``return``, only on the first rank, which the runner never asks) is left out,
+    and so is one after which a later statement of ``__init__`` may assign the hook again (its
+    guard and the callable's can hold together: ``x if stage == "a" else lambda: None`` followed
+    by ``if stage == "a": self.hook = ...`` keeps the lambda).  Nothing is raised."""
     out: dict = {}
     for cls in tree.body:
         if not isinstance(cls, ast.ClassDef):
@@ -93,33 +119,31 @@ def hook_callables(tree, lines) -> dict:
         init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
         if init is None:
             continue
-        local_defs = {s.name: s for s in init.body if isinstance(s, ast.FunctionDef)}
-        assigns = []  # (statement, the tests of the ifs around it)
-        todo = [(s, ()) for s in init.body]
-        while todo:
-            stmt, around = todo.pop(0)
-            if _hook_target(stmt):
-                assigns.append((stmt, around))
-            elif isinstance(stmt, ast.If):
-                todo += [(s, around + (ast.dump(stmt.test),)) for s in stmt.body]
-                todo += [(s, around + ("else",)) for s in stmt.orelse]
-            elif isinstance(stmt, (ast.With, ast.Try)):
-                todo += [(s, around) for s in stmt.body]
+        settings: set = set()
+        flow = FunctionGuards(init, lines, cls=cls.name, atom_of=lambda t: _setting_atom(t, settings))
+        reached = [(st, g) for st, g in flow.reached_statements() if G.can_hold(g)]
+        local_defs: dict = {}
+        for st, _g in reached:
+            if isinstance(st, ast.FunctionDef):  # a name bound twice is not told apart
+                local_defs[st.name] = st if st.name not in local_defs else None
+        assigns = [(st, g) for st, g in reached if _hook_target(st)]
         recs = []
-        for k, (stmt, around) in enumerate(assigns):
+        for k, (stmt, guard) in enumerate(assigns):
             found: list = []
             _candidates(stmt.value, local_defs, [], found)
-            later = [a for a in assigns[k + 1:] if a[0].lineno > stmt.lineno]
-            for fn, what, when in found:
-                picks = {ast.dump(t) for t, taken in when if not taken}  # the tests of the branches not taken
-                if any(not (set(a_around) & picks) for _s, a_around in later):
-                    continue  # assigned again on a path where this callable was picked
-                text = " and ".join(f"`{ast.unparse(t)}`" + ("" if taken else " is false") for t, taken in when) or None
+            later = [g for s, g in assigns[k + 1:] if s.lineno > stmt.lineno]
+            for fn, what, when, at in found:
+                picked = G.f_and(flow.of(at) or G.FALSE, G.f_not(G.FIRST))  # the runner asks ranks > first
+                if not G.can_hold(picked) or any(G.can_hold(G.f_and(picked, g)) for g in later):
+                    continue  # never assigned where the runner asks, or assigned again where it was
+                words = [f"`{G.describe(guard)}`"] * (guard != G.TRUE) + [
+                    f"`{ast.unparse(t)}`" + ("" if taken else " is false") for t, taken in when]
                 recs.append({"line": fn.lineno, "col": lines.col(fn.lineno, fn.col_offset),
                              "end_line": fn.lineno, "end_col": lines.col(fn.lineno, fn.col_offset) + (
                                  len("lambda") if isinstance(fn, ast.Lambda) else len("def " + fn.name)),
-                             "what": what, "when": text, "switch": all(_switch(t) for t, _taken in when),
-                             "none": _answers_none(fn),
+                             "what": what, "when": " and ".join(words) or None,
+                             "switch": G.atoms(picked) <= settings | G.RANK_ATOMS,
+                             "skippable": bool(flow.may_skip(at)), "none": _answers_none(fn),
                              **_params(fn)})
         if recs:
             out[cls.name] = recs
@@ -172,10 +196,10 @@ def runner_calls(reader) -> list | None:
 def verdict(reader, cname: str, bad: dict):
     """What to say of class ``cname``'s hook ``bad`` (a :func:`hook_callables` record): ``None``
     when a call of :func:`runner_calls` binds it and it may return something other than ``None``;
-    ``(reason, detail)`` of a read not judged when no such call is found (``engine-fact-unknown``)
-    or a test of what ``__init__`` built picks it (``branch-unread``); else ``(message,
-    explanation, help)`` of a finding: the runner's call does not bind (``TypeError``), or it
-    binds and the hook returns only ``None``."""
+    ``(reason, detail)`` of a read not judged when no such call is found (``engine-fact-unknown``),
+    or when a test of what ``__init__`` built picks it or a block that a call may skip holds it
+    (``branch-unread``); else ``(message, explanation, help)`` of a finding: the runner's call does
+    not bind (``TypeError``), or it binds and the hook returns only ``None``."""
     from ..textio import display_path
 
     calls = runner_calls(reader)
@@ -185,11 +209,12 @@ def verdict(reader, cname: str, bad: dict):
     bound = [c for c in calls if binds(bad, c[2], c[3])]
     if bound and not bad["none"]:
         return None
-    if not bad["switch"]:
+    if not bad["switch"] or bad.get("skippable"):
         why = "it returns only `None`" if bound else "its call does not bind"
+        where = (f"only when {bad['when']}, a test of what `__init__` built" if not bad["switch"] else
+                 "only in a block that a call of `__init__` may skip (a loop's body, an exception handler)")
         return ("branch-unread", f"`{cname}` assigns `{F.PP_HOOK}` {bad['what']} that the model runner cannot use "
-                f"({why}), but only when {bad['when']}, a test of what `__init__` built: whether any "
-                f"configuration picks it is not read")
+                f"({why}), but {where}: whether any configuration picks it is not read")
     path, line, n, kws = min(bound or calls, key=lambda c: (c[0].count("/"), c[0]))
     args = ", ".join([f"{n} positional argument{'s' * (n > 1)}"] * bool(n) + [f"`{k}=`" for k in kws]) \
         or "no arguments"

@@ -361,6 +361,14 @@ class FunctionGuards(FlowWalker):
         got = [(n, seen[id(n)][0]) for n in fast_walk(self.fn) if isinstance(n, ast.stmt) and id(n) in seen]
         return sorted(got, key=lambda p: (p[0].lineno, p[0].col_offset))
 
+    def may_skip(self, node) -> bool | None:
+        """Whether a call may run the walk's way to ``node`` and still not run ``node``, for a
+        reason its guard does not hold: ``node`` lies in a loop's body, an exception handler, the
+        ``else`` of a ``try`` or a loop, a ``match`` case or a lambda's body.  ``None`` when the walk
+        does not reach ``node``."""
+        got = self.walked().get(id(node))
+        return None if got is None else got[1]
+
     def every_call(self, node) -> tuple | None:
         got = self.walked().get(id(node))
         if got is None or got[1] or atoms(got[0]) - RANK_ATOMS or got[0] == FALSE:

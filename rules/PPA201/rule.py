@@ -281,5 +281,5 @@ RULE = MissingPPHook(
     summary="SupportsPP class without make_empty_intermediate_tensors: the protocol stub answers None",
     fix_applicability="safe",
     needles=(F.PP_PROTOCOL,),
-    version=3,
+    version=4,
 )
