@@ -966,6 +966,15 @@ class Resolver:
         return current
 
 
+def answers_held_names_only(rec: dict) -> bool:
+    """Whether class record ``rec``'s ``__getattr__`` answers only the names its instance's
+    containers hold (registered parameters, buffers, submodules) and raises ``AttributeError``
+    for any other (MindSpore's ``Cell.__getattr__``), or only raises (:func:`adds_no_attribute`):
+    on an instance that registered nothing else, it answers no name its class does not set."""
+    scope = rec["methods"].get("__getattr__")
+    return scope is not None and bool(scope.get("raises_only") or scope.get("held_only"))
+
+
 def adds_no_attribute(rec: dict, special: str) -> bool:
     """Whether the special method ``special`` of class record ``rec`` is a ``__getattr__`` whose
     body only raises ``AttributeError`` (it answers no name, as ``torch.nn.Module``'s does for a

@@ -777,3 +777,74 @@ def test_a_bug_in_a_lone_copy_of_vllm_llama_is_not_passed(tmp_path, layout):
     else:
         reason = "relative-import" if layout == "lone-file" else "module-not-found"
         assert got[0][:2] == ("not-judged", reason) and "EagleModelMixin" in got[0][3], got
+
+
+# -- a placeholder built on a framework's own module class (MindSpore's `Cell`) --------------------
+
+_CELL_HELD = '''\
+    class Cell:
+        def __init__(self):
+            self._params = {}
+            self._cells = {}
+
+        def __getattr__(self, name):
+            if "_params" in self.__dict__:
+                params = self.__dict__["_params"]
+                if name in params:
+                    return params[name]
+            if "_cells" in self.__dict__:
+                cells = self.__dict__["_cells"]
+                if name in cells:
+                    return cells[name]
+            raise AttributeError("The '{}' object has no attribute '{}'.".format(type(self).__name__, name))
+'''
+_CELL_ANSWERS = '''\
+    class Cell:
+        def __init__(self):
+            self._params = {}
+
+        def __getattr__(self, name):
+            if name.startswith("_"):
+                raise AttributeError(name)
+            return None
+'''
+
+
+@pytest.mark.parametrize("cell,expected", [
+    (_CELL_HELD, ("placeholder-attribute", None)),
+    (_CELL_ANSWERS, ("not-judged", "dynamic-class")),
+])
+def test_a_placeholder_on_a_cell_with_getattr_is_judged_or_listed(tmp_path, cell, expected):
+    """A plugin's `PPMissingLayer` derives from its framework's module class, whose `__getattr__`
+    answers only the names its instance holds in its containers and raises `AttributeError` for
+    any other (MindSpore's `Cell`, like `torch.nn.Module`): `.embedding_dim` on it is reported.
+    When that `__getattr__` may answer any name, the read is listed as not judged
+    (`dynamic-class`), never passed: the run used to print `All checks passed!` for both."""
+    files = dict(_PLACEHOLDER_PACKAGE)
+    files["pkg/models/cell.py"] = cell
+    files["pkg/models/utils.py"] = """\
+        from .cell import Cell
+
+
+        class PPMissingLayer(Cell):
+            def __init__(self, *args, **kwargs):
+                super().__init__()
+    """
+    write(tmp_path, files)
+    got = _ppa101(tmp_path, "pkg", tmp_path)
+    assert [(g[0], g[1], g[2]) for g in got] == [(*expected, 21)], got
+
+
+def test_an_ambiguous_receiver_of_a_placeholder_read_is_not_judged(tmp_path):
+    """The placeholder's owner derives from a class that a second star import of its package may
+    rebind (MindSpore's `mindspore.nn`): the placeholder read is listed as not judged
+    (`ambiguous`), not dropped as "never a placeholder"."""
+    files = dict(_PLACEHOLDER_PACKAGE)
+    files["pkg/models/nnpkg/__init__.py"] = "from .cell import Cell\nfrom .layers import *\n"
+    files["pkg/models/nnpkg/cell.py"] = _CELL_HELD
+    files["pkg/models/nnpkg/layers.py"] = "from .cell import *\n"
+    files["pkg/models/foo.py"] = _PLACEHOLDER_MODEL.replace("import torch.nn as nn\n", "from . import nnpkg as nn\n", 1) \
+        .replace("class FooModel(nn.Module, EagleMixin):", "class FooModel(nn.Cell, EagleMixin):")
+    write(tmp_path, files)
+    got = _ppa101(tmp_path, "pkg", tmp_path)
+    assert [(g[0], g[1], g[2]) for g in got] == [("not-judged", "ambiguous", 21)], got

@@ -396,6 +396,8 @@ class _Summarizer:
             scope["new_benign"] = _new_is_benign(fn, self.attrs, view.walk(fn))
         if fn.name == "__getattr__" and cls is not None and _raises_attribute_error_only(fn):
             scope["raises_only"] = True  # answers no name: adds no attribute
+        elif fn.name == "__getattr__" and cls is not None and _answers_held_names_only(fn):
+            scope["held_only"] = True  # answers only the names the instance's containers hold
         return scope
 
     def _walk_fn(self, lv: list, scope: dict, cls: str | None, fname: str) -> None:
@@ -778,6 +780,44 @@ def _raises_attribute_error_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> 
             return False
         exc = exc.func
     return isinstance(exc, ast.Name) and exc.id == "AttributeError"
+
+
+def _answers_held_names_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a ``__getattr__(self, name)`` returns only under a test ``name in <container>``
+    and ends in ``raise AttributeError(...)``: it answers only the names held in the instance's
+    containers (its registered parameters, buffers and submodules), as ``torch.nn.Module``'s
+    and MindSpore's ``Cell.__getattr__`` (mindspore/nn/cell.py) do, and raises for any other.
+    Its body (after a docstring) is ``if`` statements without ``else`` holding assignments,
+    such ``if`` statements and ``return``s, then the ``raise``."""
+    args = fn.args.posonlyargs + fn.args.args
+    if len(args) != 2:
+        return False
+    name = args[1].arg
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
+        else fn.body
+    if not body or not isinstance(body[-1], ast.Raise) or body[-1].exc is None:
+        return False
+    exc = body[-1].exc.func if isinstance(body[-1].exc, ast.Call) else body[-1].exc
+    if not (isinstance(exc, ast.Name) and exc.id == "AttributeError"):
+        return False
+
+    def tests_name(test: ast.AST) -> bool:
+        return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name \
+            and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
+
+    def block(stmts: list, held: bool) -> bool:
+        for st in stmts:
+            if isinstance(st, ast.If):
+                if st.orelse or not block(st.body, held or tests_name(st.test)):
+                    return False
+            elif isinstance(st, ast.Return):
+                if not held:
+                    return False
+            elif not (isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets)):
+                return False
+        return True
+
+    return block(body[:-1], False)
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:

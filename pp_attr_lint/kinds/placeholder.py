@@ -41,8 +41,9 @@ class PlaceholderRule:
         if not rf.module_runs_under_pp(ctx.module):
             return []  # a registered model that does not support pipeline parallelism
         safe = rf.placeholder_safe_attrs()
-        if safe is None:  # the tree's PPMissingLayer answers every attribute
-            return []
+        dynamic = None
+        if safe is None:  # the tree's PPMissingLayer may answer any attribute (`__getattr__`)
+            safe, dynamic = rf.placeholder_dynamic()
         out = []
         for use in mf["uses"]:
             if use[0] in self.kinds and not use[7]:
@@ -65,6 +66,12 @@ class PlaceholderRule:
                                   row=use[5][0], column=use[5][1] + 1,
                                   detail=f"whether `{flag}` refuses pipeline parallelism: no parallel configuration "
                                   f"module of `{ctx.module.split('.', 1)[0]}` was found")
+                if isinstance(f, Finding) and dynamic is not None:
+                    from ..model import NotJudged
+
+                    # it fails unless the placeholder's `__getattr__` answers the name: not judged
+                    f = NotJudged(code=self.code, reason="dynamic-class", path=ctx.file.path, row=f.row,
+                                  column=f.column, detail=f"`{'.'.join(use[3])}.{use[4]}`: {dynamic}")
                 if isinstance(f, Finding):
                     out += rf.unless_refused(self.code, use[1], [f])  # none for a model run without PP
                 elif f is not None:

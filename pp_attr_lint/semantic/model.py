@@ -118,6 +118,10 @@ class RankFacts:
         """:meth:`Values.placeholder_safe_attrs <pp_attr_lint.semantic.values.Values.placeholder_safe_attrs>`."""
         return self.values.placeholder_safe_attrs()
 
+    def placeholder_dynamic(self):
+        """:meth:`Values.placeholder_dynamic <pp_attr_lint.semantic.values.Values.placeholder_dynamic>`."""
+        return self.values.placeholder_dynamic()
+
     def placeholder_condition(self, key, attr: str):
         """:meth:`Values.placeholder_condition <pp_attr_lint.semantic.values.Values.placeholder_condition>`;
         see :attr:`placeholder_failure` for why it gave ``None``."""

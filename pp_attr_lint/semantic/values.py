@@ -24,7 +24,7 @@ from typing import Any
 from .. import facts as F
 from ..index.astutil import dotted_name, ref_chain
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY
-from ..resolve import adds_no_attribute
+from ..resolve import answers_held_names_only
 from ..textio import read_regular
 from ..unjudged import MISSING_CODE
 from .flow import FlowWalker, bound_in, branches, call_constants, is_guarded, only_called, truthy_only_when
@@ -403,24 +403,36 @@ class Values(Service):
                     crec = self.r.class_record(entry)
                 except Exception:
                     continue
-                if ("__getattr__" in crec["methods"] and not adds_no_attribute(crec, "__getattr__")) \
+                if ("__getattr__" in crec["methods"] and not answers_held_names_only(crec)) \
                         or "__getattribute__" in crec["methods"]:
-                    self._memo["safe"] = None
-                    return None
+                    special = "__getattribute__" if "__getattribute__" in crec["methods"] else "__getattr__"
+                    self._memo.setdefault("dynamic", f"`{entry[1]}` on the MRO of the placeholder defines "
+                                                     f"`{special}`, which may answer it")
                 names.update(crec["body_names"], crec["properties"], crec["methods"])
                 for scope in crec["methods"].values():
                     names.update(scope["assigns"])
-        self._memo["safe"] = frozenset(names)
+        self._memo["named"] = frozenset(names)
+        self._memo["safe"] = None if "dynamic" in self._memo else self._memo["named"]
         return self._memo["safe"]
+
+    def placeholder_dynamic(self) -> tuple[frozenset, str] | None:
+        """When :meth:`placeholder_safe_attrs` is ``None`` (the placeholder may answer any
+        attribute): ``(the attributes its classes define, why any other may be answered too)``,
+        so that a read that fails unless that ``__getattr__`` answers it is listed as not
+        judged, not passed; ``None`` otherwise."""
+        if self.placeholder_safe_attrs() is not None:
+            return None
+        return self._memo["named"], self._memo["dynamic"]
 
     def placeholder_condition(self, key, attr: str):
         """``(formula, where)`` when ``attr`` of an instance of class ``key`` holds a placeholder
         under ``formula`` after ``__init__``; ``None`` when it never does or cannot be told.
 
-        ``None`` leaves :attr:`pc_failure` set to ``(reason, detail, path)`` when what stopped it
-        is code the run does not have (:data:`MISSING_CODE`: a base of ``key``, or a class whose
-        ``__init__`` it calls, is in a module not found or beyond a relative import), else ``None``:
-        then whether a base (re)assigns ``attr`` cannot be told, which is not "never"."""
+        ``None`` leaves :attr:`pc_failure` set to ``(reason, detail, path)`` when the class's MRO
+        or ``__init__`` chain could not be read (:data:`MISSING_CODE`: a base of ``key``, or a
+        class whose ``__init__`` it calls, is in a module not found or beyond a relative import;
+        or a name bound twice, a class that sets attributes dynamically), else ``None`` (it never
+        holds a placeholder there)."""
         from ..resolve import NONE_KEY, Unresolved
 
         mkey = ("pc", key, attr)
@@ -432,8 +444,9 @@ class Values(Service):
             try:
                 got = (self._placeholder_condition(key, attr), None)
             except Unresolved as e:
-                why = (e.reason, f"{key[1]}.{attr}: {e.detail}", e.path) if e.reason in MISSING_CODE else None
-                got = (None, why)
+                # whatever stopped it (code the run lacks, a name bound twice, a dynamic class) is
+                # said: a read it leaves is listed as not judged, never taken as "no placeholder"
+                got = (None, (e.reason, f"{key[1]}.{attr}: {e.detail}", e.path))
             self._memo[mkey] = got
         result, self.pc_failure = self._memo[mkey]
         return result

@@ -37,14 +37,12 @@ class PlaceholderAttribute(placeholder.PlaceholderRule, Rule):
 
     def judge(self, ctx, rf, safe, kind, cls, fline, chain, attr, pos, guard, guarded, extra):
         from pp_attr_lint.semantic import guards
-        from pp_attr_lint.unjudged import MISSING_CODE
-
         if kind == "read" and attr in safe:
             return None
         owners = rf.receiver_classes(chain[:-1], cls, fline)
-        if owners is None and (ctx.resolver.why or ("",))[0] in MISSING_CODE:
-            # the receiver's class leads into code the run does not have (a plugin checked without
-            # vLLM installed): a read of a placeholder's attribute cannot be judged, and that is said
+        if owners is None and ctx.resolver.why is not None:
+            # the receiver's class cannot be told (code the run does not have, a name bound twice):
+            # a read of a placeholder's attribute cannot be judged, and that is said
             return self.not_judged(ctx, ctx.resolver.why, chain, pos)
         if not owners:
             return None
