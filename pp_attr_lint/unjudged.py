@@ -48,8 +48,8 @@ REASONS: dict[str, tuple[str, str]] = {
                       "whether any configuration takes that branch is not read", ""),
     "config-condition": ("the engine provides what the line needs only under a condition of the model's "
                          "configuration (a proxy buffer its runner allocates for some models), and whether this "
-                         "model meets it is not read", "read the value as optional where the engine may not provide "
-                         "it (`.get(key)`)"),
+                         "model meets it is not read", "handle every configuration: read a value the engine may not "
+                         "provide as optional (`.get(key)`), pass a layer id the stage owns"),
     "fails-earlier": ("an earlier line always fails first: it imports a name that the engine release checked "
                       "against does not have, so the line is never reached", "pair the plugin with the engine "
                       "release it supports (`--src DIR`, `--python PATH`), or stop importing the name"),

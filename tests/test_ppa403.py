@@ -84,7 +84,10 @@ def test_a_factory_functions_unannotated_parameter_is_not_judged(tmp_path):
     assert "only an `__init__`'s parameter is followed" in unjudged[0]["detail"]
 
 
-def test_constructions_that_disagree_stay_silent(tmp_path):
+def test_constructions_that_disagree_are_not_judged(tmp_path):
+    """The receiver may be a pool whose accessor is stage-local or one whose is not (SGLang's
+    `SWAKVPool` beside `MHATokenToKVPool`): which one runs depends on the configuration, and the
+    call is listed as not judged (`config-condition`), not passed."""
     other = """
     class Flat:
         def get_value_buffer(self, layer_id):
@@ -101,7 +104,10 @@ def test_constructions_that_disagree_stay_silent(tmp_path):
             self.backend = Backend(self)
     """
     root = _tree(tmp_path, pool=POOL, runner=RUNNER, backend=BACKEND, other=other)
-    assert _run(root) == ([], [])
+    findings, unjudged = _run(root)
+    assert findings == [] and [(Path(u["filename"]).name, u["reason"]) for u in unjudged] == \
+        [("pool.py", "config-condition")], unjudged
+    assert "`Pool`" in unjudged[0]["detail"] and "`Flat`" in unjudged[0]["detail"], unjudged
 
 
 def test_an_abstract_declared_pool_is_not_judged(tmp_path):

@@ -171,41 +171,68 @@ def accessor_of(receivers, classes, m: str, own: dict, facts_of):
     from ..resolve import EXTERNAL, NONE_KEY, Unresolved
 
     r = receivers.r
-    hit, holders, stages = None, [], []
+    hit, holders, stages, plain = None, [], [], []
     real = [k for k in classes if k != NONE_KEY]
     if not real:
         return None
     for k in sorted(real):
         if k[0] == EXTERNAL:
             return None
-        entry = None
-        try:
-            for e in r.mro(k):
-                if e[0] == EXTERNAL:
-                    continue
-                rec = r.class_record(e)
-                if m in rec["methods"] or m in rec["body_names"] or m in rec["properties"]:
-                    entry = e
-                    break
-        except Unresolved as e:
-            raise NotEstablished(e.reason, e.detail)
-        if entry is None:
-            return None
-        acc = next((a for a in facts_of(entry[0]) or () if a[0] == entry[1] and a[1] == m), None)
-        if acc is None:
-            if is_abstract(receivers.rf, entry, m):
-                raise NotEstablished("receiver-unresolved",
-                                     f"the receiver is declared a `{entry[1]}`, whose `{m}` is abstract: which "
-                                     f"subclass it holds at run time cannot be told")
-            return None  # this class's `m` is not a stage-local accessor
-        built = stage_built(receivers, k)
-        if built is None:
-            return None  # built with no stage range anywhere: its start_layer is 0 on every stage
-        if (entry[0], entry[1], m) in own and hit is None:
-            hit = own[(entry[0], entry[1], m)]
+        got = _stage_local(receivers, k, m, own, facts_of)
+        if got is None:
+            plain.append(k[1])  # its `m` is not stage-local, or it is built with no stage range
+            continue
+        acc, built = got
+        if acc is not None and hit is None:
+            hit = acc
         holders.append(k[1])
         stages.append(built)
-    return (hit, holders, stages) if hit is not None else None
+    if hit is None:
+        return None
+    if plain:
+        # the receiver may be a class whose accessor is stage-local, or one whose is not: which one
+        # the engine builds depends on the model's configuration (SGLang's SWAKVPool for a sliding-
+        # window model, MHATokenToKVPool otherwise)
+        raise NotEstablished("config-condition",
+                             f"the receiver may be a `{'`, `'.join(holders)}`, whose `{m}` addresses this stage's "
+                             f"layers by a global id, or a `{'`, `'.join(plain)}`, whose `{m}` does not: which "
+                             f"one is built depends on the model's configuration")
+    return hit, holders, stages
+
+
+def _stage_local(receivers, k, m: str, own: dict, facts_of):
+    """For :func:`accessor_of`: ``(the file's accessor or None, where k is built with a stage's
+    range)`` when class ``k``'s ``m`` is a stage-local accessor and ``k`` is built with a
+    stage range somewhere; ``None`` when it is not (then ``x.m(0)`` reads layer 0 of every
+    stage).  Raises :class:`~pp_attr_lint.semantic.constructions.NotEstablished` as
+    :func:`accessor_of`."""
+    from ..resolve import EXTERNAL, Unresolved
+
+    r = receivers.r
+    entry = None
+    try:
+        for e in r.mro(k):
+            if e[0] == EXTERNAL:
+                continue
+            rec = r.class_record(e)
+            if m in rec["methods"] or m in rec["body_names"] or m in rec["properties"]:
+                entry = e
+                break
+    except Unresolved as e:
+        raise NotEstablished(e.reason, e.detail)
+    if entry is None:
+        return None
+    acc = next((a for a in facts_of(entry[0]) or () if a[0] == entry[1] and a[1] == m), None)
+    if acc is None:
+        if is_abstract(receivers.rf, entry, m):
+            raise NotEstablished("receiver-unresolved",
+                                 f"the receiver is declared a `{entry[1]}`, whose `{m}` is abstract: which "
+                                 f"subclass it holds at run time cannot be told")
+        return None  # this class's `m` is not a stage-local accessor
+    built = stage_built(receivers, k)
+    if built is None:
+        return None  # built with no stage range anywhere: its start_layer is 0 on every stage
+    return own.get((entry[0], entry[1], m)), built
 
 
 def is_abstract(rf, key, m: str) -> bool:
