@@ -53,6 +53,10 @@ REASONS: dict[str, tuple[str, str]] = {
     "fails-earlier": ("an earlier line always fails first: it imports a name that the engine release checked "
                       "against does not have, so the line is never reached", "pair the plugin with the engine "
                       "release it supports (`--src DIR`, `--python PATH`), or stop importing the name"),
+    "callee-unread": ("the line is safe only if a helper handed this rank's parameters (`maybe_remap_kv_scale_name("
+                      "name, params_dict)`) tests every name it returns against them, and that helper is not found "
+                      "or its body is not read (named in the detail)", "`--src DIR` with the helper's sources, or a "
+                      "test `name in params_dict` before the lookup"),
 }
 
 # the order used when two reasons are equally common, and the fallback reason

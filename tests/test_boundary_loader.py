@@ -99,7 +99,7 @@ def test_parameter_lookups_finds_the_lookup_no_skip_covers():
     assert got["layered"] == ["Model"]
     # the skipped lookup in load_weights is covered; the helper's, handed the dict, is not
     row = LOADER.splitlines().index("        params[name].copy_(w)") + 1
-    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q, _qc, _o in got["lookups"]] == [
+    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q, _qc, _o, _v in got["lookups"]] == [
         ("Model", row, "params", "name", "_load_one")]
 
 
@@ -109,6 +109,78 @@ def test_a_function_that_decides_on_the_rank_itself_is_marked_opaque():
                             "        if name.startswith(self.start_layer):\n            params[name].copy_(w)\n")
     tree, lines = _parse(source)
     got = loader.parameter_lookups(tree, lines)["lookups"]
-    assert got and all(rec[-1] and rec[-1][0] == "start_layer" for rec in got), got
+    assert got and all(rec[-2] and rec[-2][0] == "start_layer" for rec in got), got
     assert loader.decides_on_rank("start_layer") and loader.decides_on_rank("pp_missing_layer_names")
     assert not loader.decides_on_rank(loader.SKIP_CALL)
+
+
+def _returned(source: str):
+    from pp_attr_lint.semantic.key_helpers import returned_keys_tested
+
+    tree, lines = _parse(textwrap.dedent(source))
+    fn = tree.body[0]
+    return returned_keys_tested(fn, {"params_dict"}, lines)[:2]
+
+
+def test_a_helper_tests_the_keys_it_returns_only_on_every_path():
+    """vLLM's ``maybe_remap_kv_scale_name`` shape: the remapped name is tested, the rest is
+    returned untested; a loop that tests each candidate, a flag and ``while`` tests are read."""
+    assert _returned('''
+        def remap(name, params_dict):
+            if name.endswith(".kv_scale"):
+                remapped_name = name.replace(".kv_scale", ".attn.k_scale")
+                if remapped_name not in params_dict:
+                    return None
+                return remapped_name
+            return name
+        ''') == ("untested", 8)
+    assert _returned('''
+        def remap(name, params_dict):
+            found = name in params_dict
+            if found:
+                return name
+            for suffix in (".k_scale", ".v_scale"):
+                remapped_name = name.replace(suffix, ".attn" + suffix)
+                if remapped_name not in params_dict:
+                    continue
+                return remapped_name
+            return None
+        ''')[0] == "tests"
+    assert _returned('''
+        def remap(name, params_dict):
+            return name.replace("a", "b")
+        ''') == ("untested", 3)
+
+
+def test_a_helper_whose_returns_are_not_read_is_unread():
+    """A name rebound after its test (in a loop around the return), a value picked by a test, a
+    generator, a rebound dict: the verdict is ``unread``, never ``tests`` or ``untested``."""
+    assert _returned('''
+        def remap(name, params_dict):
+            if name not in params_dict:
+                return None
+            while True:
+                if name.endswith("x"):
+                    return name
+                name = name + "x"
+        ''') == ("unread", 7)
+    assert _returned('''
+        def remap(name, params_dict):
+            if name not in params_dict:
+                return None
+            name = name.lower()
+            return name
+        ''') == ("unread", 6)
+    assert _returned('''
+        def remap(name, params_dict):
+            return name if name in params_dict else None
+        ''') == ("unread", 3)
+    assert _returned('''
+        def remap(name, params_dict):
+            yield name
+        ''')[0] == "unread"
+    assert _returned('''
+        def remap(name, params_dict):
+            params_dict = {}
+            return None
+        ''')[0] == "unread"

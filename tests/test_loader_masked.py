@@ -48,3 +48,17 @@ def test_a_loader_that_decides_on_the_rank_in_a_way_not_read_is_not_judged(tmp_p
     row = 2 + text.splitlines().index("            # ruleid: PPA402")
     got = {(r["location"]["row"], r.get("code"), r.get("reason")) for r in _check(root)}
     assert (row + 2, None, "stage-guard") in got and (row + 2, "PPA402", None) not in got, got
+
+
+def test_a_helper_handed_the_dict_counts_as_a_test_only_when_its_body_tests_what_it_returns():
+    """``name = helper(name, params_dict)`` covers the lookup when the helper tests every name it
+    returns (a module function, a method); one that returns a name untested does not (the
+    finding says where); one the run cannot resolve leaves the lookup not judged."""
+    case = REPO / "rules" / "PPA402" / "cases" / "remap_helpers"
+    text = (case / "pkg" / "model.py").read_text().splitlines()
+    rows = [i + 2 for i, line in enumerate(text) if line.strip() in ("# ruleid: PPA402", "# ok: PPA402")]
+    got = {(r["location"]["row"], r.get("code"), r.get("reason")) for r in _check(case)}
+    assert got == {(rows[0], "PPA402", None), (rows[-1], None, "callee-unread")}, got
+    finding = next(r for r in _check(case) if r.get("code") == "PPA402")
+    assert any("remap_kv_scale_name(...)" in e and "returns `name` without a test" in e
+               for e in finding["explanation"]), finding

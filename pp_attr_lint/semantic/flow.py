@@ -378,12 +378,14 @@ class FunctionGuards(FlowWalker):
 
 class ReturnWalker(FlowWalker):
     """A :class:`FlowWalker` that records the guard of every ``return`` of a function (with the
-    returned value's formula, ``None`` for a falsy constant or none) in ``returns``, and of every
-    ``raise`` in ``raises``."""
+    returned value's formula, ``None`` for a falsy constant or none) in ``returns``, the
+    ``Return`` statements in the same order in ``statements_returned``, and the guard of every
+    ``raise`` in ``raises``; ``atom_of`` as for :func:`.guards.formula`."""
 
-    def __init__(self, lines, fn):
-        super().__init__(lines, fn)
+    def __init__(self, lines, fn, atom_of=None):
+        super().__init__(lines, fn, atom_of=atom_of)
         self.returns: list = []
+        self.statements_returned: list = []
         self.raises: list = []
 
     def stmt(self, stmt, guard, guarded, protected, loops) -> None:
@@ -391,6 +393,7 @@ class ReturnWalker(FlowWalker):
             self.raises.append(guard)
             return
         if isinstance(stmt, ast.Return):
+            self.statements_returned.append(stmt)
             value = stmt.value
             if value is None or (isinstance(value, ast.Constant) and not value.value):
                 self.returns.append((guard, None))

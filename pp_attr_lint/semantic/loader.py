@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from ..index.astutil import child_nodes, statements_on_lines
+from ..index.astutil import child_nodes, ref_chain, statements_on_lines
 from ..index.astutil import walk as fast_walk
 from .guards import STAGE_WORDS
 
@@ -93,6 +93,9 @@ class LoaderFunction:
         # body of an `if` and its `else:`, and a loop's body and its `else:` (run when no
         # iteration broke out: a test in the body that skips to the next item never ran for it)
         self.apart: list[tuple[int, int, int, int]] = []
+        # (line, name, callee id): a name computed by a call handed a parameter dict (see
+        # checked_by_callee); a guard only where its helper is trusted
+        self.callee_guards: list[tuple[int, str, tuple]] = []
         scopes: list = []
         self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
         joined: set[int] = set()  # ids of membership tests that decide only with another operand
@@ -154,15 +157,21 @@ class LoaderFunction:
             self.opaque = (name, line)
 
     def checked_by_callee(self, dicts: set[str]) -> None:
-        """Names computed by a call that is handed a parameter dict count as tested against it
-        (``maybe_remap_kv_scale_name(name, params_dict)`` returns ``None`` for a name not in it)."""
+        """Record the names computed by a call that is handed a parameter dict
+        (``name = maybe_remap_kv_scale_name(name, params_dict)``) in ``callee_guards``, with the
+        call's :func:`callee_id`: such a call tests the name against the dict only when the
+        helper's body tests every key it returns (``semantic.key_helpers``), which ``check``
+        reads; :meth:`guarded` counts them only for the helpers it is told to trust."""
         for node in self.assigns:
-            if node.value is not None:
-                if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
-                       for c in fast_walk(node.value)):
-                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                    self.guards.extend((node.lineno, n.id, frozenset()) for t in targets for n in fast_walk(t)
-                                       if isinstance(n, ast.Name))
+            if node.value is None:
+                continue
+            calls = [c for c in fast_walk(node.value) if isinstance(c, ast.Call)
+                     and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [n.id for t in targets for n in fast_walk(t) if isinstance(n, ast.Name)]
+            for c in calls:
+                cid = callee_id(c, dicts)
+                self.callee_guards.extend((node.lineno, n, cid) for n in names)
 
     def all_dicts(self) -> set[str]:
         """This function's parameter dicts and those of the functions around it (closures)."""
@@ -182,19 +191,55 @@ class LoaderFunction:
                 todo.extend(self.derived.get(n, ()))
         return seen
 
-    def guarded(self, names: set[str], line: int) -> bool:
+    def guarded(self, names: set[str], line: int, trusted: frozenset = frozenset()) -> bool:
         """Whether a skip or membership test on the key made of ``names`` (or a name they were
         computed from) comes before ``line`` in this function, on a path to it (not in a block
-        whose ``else:`` holds the line), or a ``try`` around it catches ``KeyError``."""
+        whose ``else:`` holds the line), or a ``try`` around it catches ``KeyError``; a name
+        computed by a call of a helper whose :func:`callee_id` is in ``trusted`` counts as tested."""
         names = set().union(*(self.roots(n) for n in names))
         strings = names - self.all_dicts()  # the key and the strings it was made from
         return any(gl <= line and g in names and not (within & strings) and self._reaches(gl, line)
-                   for gl, g, within in self.guards) or any(a <= line <= b for a, b in self.catches)
+                   for gl, g, within in self.guards) or any(a <= line <= b for a, b in self.catches) or any(
+            gl <= line and g in names and cid in trusted and self._reaches(gl, line)
+            for gl, g, cid in self.callee_guards)
 
     def _reaches(self, guard: int, line: int) -> bool:
         """Whether a test at line ``guard`` can have run on the way to ``line``: not when it lies
         in a block and ``line`` in that block's ``else:``."""
         return not any(a <= guard <= b and c <= line <= d for a, b, c, d in self.apart)
+
+
+def callee_id(call: ast.Call, dicts: set[str]) -> tuple:
+    """``(kind, name, positions)`` of a call handed a parameter dict of ``dicts``: ``kind`` is
+    ``"self"`` for a method of ``self`` (``name`` the method), ``"name"`` for a plain or dotted
+    name (``maybe_remap_kv_scale_name``, ``weight_utils.remap``), ``"other"`` for any other
+    callee or a call that unpacks ``*args`` (``name`` its text: not resolved); ``positions`` the
+    positional arguments that are a dict."""
+    positions = tuple(k for k, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in dicts)
+    chain = None if any(isinstance(a, ast.Starred) for a in call.args) else ref_chain(call.func)
+    if chain is not None and len(chain) == 2 and chain[0] == "self":
+        return ("self", chain[1], positions)
+    if chain is not None and chain[0] != "self":
+        return ("name", ".".join(chain), positions)
+    return ("other", ast.unparse(call.func)[:80], positions)
+
+
+# the most distinct helpers of one loader whose sets _covering_sets tries (2**n walks a lookup)
+MAX_HELPERS = 4
+
+
+def _covering_sets(cids: list, covered) -> list:
+    """The smallest subsets ``s`` of ``cids`` (by inclusion) with ``covered(frozenset(s))``, each
+    sorted; with more than :data:`MAX_HELPERS` only the whole set is tried."""
+    import itertools
+
+    sizes = range(1, len(cids) + 1) if len(cids) <= MAX_HELPERS else [len(cids)]
+    out: list = []
+    for n in sizes:
+        for s in itertools.combinations(cids, n):
+            if not any(set(o) <= set(s) for o in out) and covered(frozenset(s)):
+                out.append(s)
+    return out
 
 
 def _joined_tests(node, negated: bool, ops: frozenset, out: set) -> None:
@@ -311,14 +356,16 @@ def nodes_naming(cls, lines, word: str):
 def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
     name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
-    end_col, dict name, key name, function qualname, quant, quant calls, opaque]`` for each
+    end_col, dict name, key name, function qualname, quant, quant calls, opaque, via]`` for each
     ``params_dict[key]`` of
     ``lw``, its nested functions or a helper it hands a parameter dict, that no skip covers on
     every path (callers followed up to :data:`MAX_CALL_DEPTH`); ``quant`` when the key is computed
     from ``self.quant_config``, ``quant calls`` the ``[method, line]`` it calls on it for that
     (``get_cache_scale``); ``opaque`` the ``[name, line]`` where the function decides on the rank
     in a way not read here (``self.start_layer``), whose lookups are then not judged, else
-    ``None``.  Nothing is raised."""
+    ``None``; ``via`` the smallest sets of helpers handed a parameter dict (``[kind, name,
+    positions, first line]``, :func:`callee_id`) that would cover the lookup if each tested the
+    keys it returns (``check`` reads their bodies), empty when none would.  Nothing is raised."""
     out = []
     root = LoaderFunction(lw, "load_weights", None)
     funcs = [root]
@@ -351,7 +398,7 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
             helpers[target.name] = h
             funcs.append(h)
 
-    def callers_cover(f: LoaderFunction, k: int, depth: int) -> bool | None:
+    def callers_cover(f: LoaderFunction, k: int, depth: int, trusted: frozenset) -> bool | None:
         """Whether every call of ``f`` covers its ``k``-th parameter (``None``: no call found)."""
         if depth > MAX_CALL_DEPTH:
             return None
@@ -378,12 +425,12 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
                     return None  # the caller decides on ranks in a way not read here
                 # a key computed at the call (`n.replace(w, p)`) is covered by a test of what it was
                 # made from, a test that is not a substring test on one of its parts (`w in n`)
-                if not covers(caller, set(names), call.lineno, depth + 1):
+                if not covers(caller, set(names), call.lineno, depth + 1, trusted):
                     return False
         return True if found else None
 
-    def covers(f: LoaderFunction, names: set[str], line: int, depth: int) -> bool:
-        if f.guarded(names, line):
+    def covers(f: LoaderFunction, names: set[str], line: int, depth: int, trusted: frozenset) -> bool:
+        if f.guarded(names, line, trusted):
             return True
         if f is root:
             return False  # load_weights itself: its weights are the whole checkpoint
@@ -392,25 +439,33 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
                          if p in f.params and not (p == "self" and f.params[0] == "self")})
         if not params:
             return False
-        got = [callers_cover(f, f.params.index(p), depth) for p in params]
+        got = [callers_cover(f, f.params.index(p), depth, trusted) for p in params]
         # any parameter not followed: silent (whatever the order the names come in)
         return any(g is None for g in got) or all(got)
 
     for f in funcs:
         f.checked_by_callee(f.all_dicts())
+    # the helpers handed a parameter dict whose result may be a key (first line of a call each)
+    first: dict[tuple, int] = {}
+    for f in funcs:
+        for line, _n, cid in f.callee_guards:
+            first[cid] = min(line, first.get(cid, line))
+    cids = sorted(first)
     for f in funcs:
         dicts = f.all_dicts()
         for sub in f.lookups:
             if sub.value.id not in dicts:
                 continue
             key = sub.slice.id
-            if covers(f, {key}, sub.lineno, 0):
+            if covers(f, {key}, sub.lineno, 0, frozenset()):
                 continue
+            via = [[[*c[:2], list(c[2]), first[c]] for c in sorted(s)]
+                   for s in _covering_sets(cids, lambda s: covers(f, {key}, sub.lineno, 0, s))]
             # a key the quantization config maps (`quant_config.get_cache_scale(name)`): only
             # checkpoints that hold such tensors (per-layer KV-cache scales) reach the lookup
             roots = f.roots(key) & set(f.quant_derived)
             calls = sorted({c for n in roots for c in f.quant_derived[n]})
             out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
                         lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname,
-                        bool(roots), [list(c) for c in calls], list(f.opaque) if f.opaque else None])
+                        bool(roots), [list(c) for c in calls], list(f.opaque) if f.opaque else None, via])
     return out

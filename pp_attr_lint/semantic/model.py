@@ -8,6 +8,8 @@ Each service keeps its own memo for the run and reaches the others through the m
 * ``calls``: :class:`~.calls.Calls`, callers and the guards of their calls, helpers;
 * ``entry``: :class:`~.entry.EntryPoints`, the classes the engine loads and what it calls on them;
 * ``call_context``: :class:`~.calls.CallContext`, the calls a method makes and paths between methods;
+* ``key_helpers``: :class:`~.key_helpers.KeyHelpers`, whether a helper handed a parameter dict
+  tests the keys it returns;
 * ``vllm`` / ``sglang``: :class:`~pp_attr_lint.engines.vllm.VllmEngine`,
   :class:`~pp_attr_lint.engines.sglang.SglangEngine`, what the engine loads and refuses;
 * ``release``: :class:`~pp_attr_lint.engines.release.EngineRelease`, what the engine release
@@ -26,6 +28,7 @@ from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # one key for the collecto
 from ..resolve import Unresolved
 from .calls import CallContext, Calls
 from .entry import EntryPoints
+from .key_helpers import KeyHelpers
 from .reader import TreeReader
 from .values import Values
 
@@ -43,6 +46,7 @@ class RankFacts:
         self.calls = Calls(self)
         self.entry = EntryPoints(self)
         self.call_context = CallContext(self)
+        self.key_helpers = KeyHelpers(self)
         self.vllm = VllmEngine(self)
         self.sglang = SglangEngine(self)
         self.release = EngineRelease(self)
@@ -175,6 +179,12 @@ class RankFacts:
     def rank_alias(self, attr: str) -> tuple | None:
         """:meth:`Calls.rank_alias <pp_attr_lint.semantic.calls.Calls.rank_alias>`."""
         return self.calls.rank_alias(attr)
+
+    def helper_tests_keys(self, cls: str, callee) -> tuple:
+        """:meth:`KeyHelpers.verdict <pp_attr_lint.semantic.key_helpers.KeyHelpers.verdict>`:
+        whether the helper a loader of class ``cls`` hands its parameter dict tests every key it
+        returns against it."""
+        return self.key_helpers.verdict(cls, callee)
 
     def tree_files(self, *needles: bytes) -> list | None:
         """:meth:`TreeReader.tree_files <pp_attr_lint.semantic.reader.TreeReader.tree_files>`:

@@ -44,7 +44,13 @@ class UnownedParameterLoad(Rule):
         from pp_attr_lint.model import NotJudged
 
         out = []
-        for cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque in facts["lookups"]:
+        for cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via in facts["lookups"]:
+            # the helpers handed the dict that would cover the lookup if each tested what it returns
+            verdicts = {(c[0], c[1], tuple(c[2])): rf.helper_tests_keys(cls, c) for s in via for c in s}
+            sets = [[(c, verdicts[c[0], c[1], tuple(c[2])]) for c in s] for s in via]
+            if any(all(v[0] == "tests" for _c, v in s) for s in sets):
+                continue
+            unread = next((s for s in sets if all(v[0] in ("tests", "unread") for _c, v in s)), None)
             if opaque:  # the function decides on the rank with a name not read here
                 out.append(NotJudged(code=self.code, reason="stage-guard", path=ctx.file.path, row=line,
                                      column=col + 1, detail=f"`{func}` decides on the rank with `{opaque[0]}` "
@@ -59,6 +65,14 @@ class UnownedParameterLoad(Rule):
                                      f"AttributeError first, on every rank: no class of the analysed tree (the "
                                      f"engine's quantization configs included) defines `{m}`"))
                 continue
+            if unread is not None:  # covered if a helper whose body is not read tests what it returns
+                c, v = next((c, v) for c, v in unread if v[0] == "unread")
+                out.append(NotJudged(code=self.code, reason=v[2], path=ctx.file.path, row=line, column=col + 1,
+                                     detail=f"`{key}` comes from `{c[1]}(...)` (line {c[3]}), handed `{dname}`: the "
+                                     f"lookup is covered only if it tests every name it returns against it, and {v[1]}"))
+                continue
+            untested = [f"`{c[1]}(...)` (line {c[3]}) is handed `{dname}` but does not test every name it returns "
+                        f"against it: {v[1]}" for s in sets for c, v in s if v[0] == "untested"]
             where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
             message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
                        f"parameters without skipping the layers another pipeline-parallel rank owns: "
@@ -69,6 +83,7 @@ class UnownedParameterLoad(Rule):
                            f"weight of the checkpoint",
                            f"no `is_pp_missing_parameter({key}, self)` or `{key} in {dname}` test covers this "
                            f"lookup on every path from `load_weights`",
+                           *dict.fromkeys(untested),
                            "fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
                            "(rank 0 for the last layers, rank > 0 for the first)"]
             out += rf.unless_refused(self.code, cls, [self.finding(ctx, line, col, end_line, end_col, message, explanation,
@@ -86,5 +101,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=5,
+    version=6,
 )
