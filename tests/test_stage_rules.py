@@ -205,6 +205,32 @@ def test_proxy_keys_are_read_from_the_runner_of_the_tree(tmp_path):
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 7)], r.stdout
 
 
+def test_proxy_keys_of_a_graph_runner_attribute_are_read(tmp_path):
+    """PPA410: SGLang 0.5.1 forks allocate the proxies as an attribute of their graph runner,
+    under a test of the pipeline's size (`if self.pp_size > 1: self.pp_proxy_tensors = {...}`,
+    cuda_graph_runner.py): the keys it allocates are read there (the read is fine), a key it
+    lacks is reported."""
+    runner = '''
+    class CudaGraphRunner:
+        def __init__(self, n):
+            if self.pp_size > 1:
+                self.pp_proxy_tensors = {
+                    "hidden_states": zeros(n),
+                    "aux_hidden_states": zeros(n),
+                }
+    '''
+    files = {"plug/__init__.py": "", "sglang/__init__.py": "", "sglang/srt/__init__.py": "",
+             "sglang/srt/model_executor/__init__.py": "", "sglang/srt/model_executor/forward_batch_info.py":
+             "class PPProxyTensors:\n    pass\n", "sglang/srt/model_executor/cuda_graph_runner.py": runner}
+    args = ("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+            "--select", "PPA410")
+    r = run_cli(*args, cwd=_write(tmp_path / "ok", {**files, "plug/model.py": PROXY_MODEL}))
+    assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
+    bad = _write(tmp_path / "bad", {**files, "plug/model.py": PROXY_MODEL.replace('"aux_hidden_states"]', '"aux"]')})
+    r = run_cli(*args, cwd=bad)
+    assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("model.py", 7)], r.stdout
+
+
 def test_the_draft_layer_id_fix_is_unsafe_and_keeps_the_file(tmp_path):
     """PPA411: the fix (total layer count for the stage count) is applied only with
     `--unsafe-fixes`, across the lines of the call, and what it writes is silent."""
@@ -339,6 +365,22 @@ def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("m.py", 14)], r.stdout
     r = run_cli(*args, cwd=_write(tmp_path / "refused", {**base, "eng/hook.py": hook}))
     assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
+    # SGLang 0.5.1 forks: `assert ... and self.speculative_algorithm is None` under `pp_size > 1`
+    # refuses every drafter under PP
+    every = '''
+    class ServerArgs:
+        def check_server_args(self):
+            if self.pp_size > 1:
+                assert (
+                    self.disable_overlap_schedule
+                    and self.speculative_algorithm is None
+                ), "Pipeline parallelism is not compatible with speculative decoding."
+    '''
+    r = run_cli(*args, cwd=_write(tmp_path / "every", {**base, "eng/server_args.py": every}))
+    assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
+    r = run_cli(*args, cwd=_write(tmp_path / "other", {**base, "eng/server_args.py": every.replace(
+        "self.speculative_algorithm is None", "self.speculative_algorithm is not None")}))
+    assert [(d["reason"], d["location"]["row"]) for d in r.not_judged()] == [("engine-fact-unknown", 14)], r.stdout
 
 
 HELPER_GUARDED = '''

@@ -403,12 +403,14 @@ class SglangEngine(Service):
         under PP (``if cfg.pp_size > 1: check_pipeline_parallel_compat(cfg)``) and the function
         asserts on them.  SGLang 0.5.23 (sglang/srt/arg_groups/validation_hook.py): ``EAGLE``
         (not multi-layer) and ``DSPARK`` (prefill disaggregation); EAGLE-3 and DFlash are refused.
-        ``None`` when no such function is found."""
+        An empty set when an ``assert`` under such a test requires that no algorithm is set
+        (:func:`_refuses_every_algorithm`; SGLang 0.5.1 forks' ``server_args.py``).  ``None``
+        when no such check is found."""
         memo = self._memo.setdefault("pp-spec", {})
         dirs = self.m.reader.scan_dirs()
         if (dirs, top) in memo:
             return memo[(dirs, top)]
-        names = None
+        names, refused_all = None, False
         for _module, tree, _lines in self.m.reader.package_trees(top, b"speculative_algorithm"):
             checks = {fn.name: fn for fn in fast_walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
                       and any(isinstance(a, ast.Assert) for a in fast_walk(fn)) and _algorithm_names(fn)}
@@ -418,7 +420,9 @@ class SglangEngine(Service):
                         if isinstance(c, ast.Expr) and isinstance(c.value, ast.Call) \
                                 and getattr(c.value.func, "id", None) in checks:
                             names = (names or set()) | _algorithm_names(checks[c.value.func.id])
-        memo[(dirs, top)] = answer = frozenset(names) if names else None
+                        elif isinstance(c, ast.Assert) and _refuses_every_algorithm(c.test):
+                            refused_all = True
+        memo[(dirs, top)] = answer = frozenset() if refused_all else frozenset(names) if names else None
         return answer
 
 
@@ -435,11 +439,11 @@ def _allocations(fn, lines) -> dict:
         if not (isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.value, (ast.Dict, ast.Call))):
             continue
         t, v = n.targets[0], n.value
-        if isinstance(t, ast.Name) and t.id == "pp_proxy_tensors" and isinstance(v, ast.Dict) and v.keys and all(
+        if _proxy_name(t) and isinstance(v, ast.Dict) and v.keys and all(
                 isinstance(k, ast.Constant) and isinstance(k.value, str) and isinstance(x, ast.Call)
                 for k, x in zip(v.keys, v.values)):
             keys = [k.value for k in v.keys]
-        elif isinstance(t, ast.Subscript) and isinstance(t.value, ast.Name) and t.value.id == "pp_proxy_tensors" \
+        elif isinstance(t, ast.Subscript) and _proxy_name(t.value) \
                 and isinstance(t.slice, ast.Constant) and isinstance(t.slice.value, str) and isinstance(v, ast.Call):
             keys = [t.slice.value]
         else:
@@ -452,6 +456,25 @@ def _allocations(fn, lines) -> dict:
         for key in keys:
             out[key] = G.f_or(out[key], guard) if key in out else guard
     return out
+
+
+def _proxy_name(node) -> bool:
+    """Whether ``node`` names the runner's proxy buffers: a variable ``pp_proxy_tensors`` (SGLang
+    0.5.23's ``allocate_pp_proxy_tensors``) or an attribute of that name
+    (``self.pp_proxy_tensors = {...}`` in the ``CudaGraphRunner.__init__`` of SGLang 0.5.1 forks)."""
+    return (isinstance(node, ast.Name) and node.id == "pp_proxy_tensors") or (
+        isinstance(node, ast.Attribute) and node.attr == "pp_proxy_tensors")
+
+
+def _refuses_every_algorithm(test) -> bool:
+    """Whether assert test ``test`` requires ``X.speculative_algorithm is None`` (alone or as an
+    operand of ``and``): under the test that guards it, no speculative decoding runs (SGLang 0.5.1
+    forks' ``check_server_args``: ``if self.pp_size > 1: assert (... and self.speculative_algorithm
+    is None and ...)``)."""
+    parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+    return any(isinstance(p, ast.Compare) and len(p.ops) == 1 and isinstance(p.ops[0], ast.Is)
+               and isinstance(p.left, ast.Attribute) and p.left.attr == "speculative_algorithm"
+               and isinstance(p.comparators[0], ast.Constant) and p.comparators[0].value is None for p in parts)
 
 
 def _algorithm_names(fn) -> set:

@@ -88,8 +88,8 @@ class CaptureSetterSkipsStages(Rule):
         allowed = rf.pp_speculative_algorithms(top)
         out = []
         for cls, method, attr, line, col, end_line, end_col, store, reader, read_line, algo in facts:
-            if algo is not None and allowed is not None and algo not in allowed:
-                continue  # the engine refuses this drafter under pipeline parallelism
+            if allowed is not None and (not allowed or (algo is not None and algo not in allowed)):
+                continue  # the engine refuses this drafter (or every one) under pipeline parallelism
             if algo is None or allowed is None:
                 why = (f"whether the engine runs the {algo} drafter under pipeline parallelism (no check of the "
                        f"speculative algorithms it allows under PP is read in the analysed code)") if algo else None
