@@ -801,23 +801,16 @@ def _answers_held_names_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool
     if not (isinstance(exc, ast.Name) and exc.id == "AttributeError"):
         return False
 
-    def tests_name(test: ast.AST) -> bool:
-        return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == name \
-            and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
-
-    def block(stmts: list, held: bool) -> bool:
-        for st in stmts:
-            if isinstance(st, ast.If):
-                if st.orelse or not block(st.body, held or tests_name(st.test)):
-                    return False
-            elif isinstance(st, ast.Return):
-                if not held:
-                    return False
-            elif not (isinstance(st, ast.Assign) and all(isinstance(t, ast.Name) for t in st.targets)):
-                return False
-        return True
-
-    return block(body[:-1], False)
+    stmts = [n for st in body[:-1] for n in ast.walk(st) if isinstance(n, ast.stmt)]
+    if any(not (isinstance(n, ast.If) and not n.orelse) and not isinstance(n, ast.Return)
+           and not (isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets)) for n in stmts):
+        return False
+    # the returns inside an `if name in <container>:` (every statement is one of those `if`s, an
+    # assignment or a return, so a return is in that block or in none)
+    held = {id(r) for n in stmts if isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
+            and isinstance(n.test.left, ast.Name) and n.test.left.id == name and len(n.test.ops) == 1
+            and isinstance(n.test.ops[0], ast.In) for st in n.body for r in ast.walk(st) if isinstance(r, ast.Return)}
+    return all(id(n) in held for n in stmts if isinstance(n, ast.Return))
 
 
 def _bound_names(stmt: ast.stmt) -> list[str]:
