@@ -145,6 +145,11 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
 
 
 _quick_exit = False  # set by main() for the commands whose end may skip the interpreter's teardown
+# The collector's thresholds in `check` and `audit`.  Parsing allocates millions of short-lived AST
+# nodes while the summaries of a run stay alive: with the default threshold (700) the collector
+# walks them over and over.  A large first-generation threshold cut the cold check of vLLM 0.21.0
+# by about 8% of CPU (scripts/bench.py) for about 15% more peak memory.
+RUN_GC_THRESHOLDS = (100_000, 50, 100)
 
 
 def run() -> None:
@@ -181,11 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         import gc
 
         _quick_exit = True
-        # Parsing allocates millions of short-lived AST nodes while the summaries of a run stay
-        # alive: with the default threshold (700) the collector walks them over and over.  A
-        # large first-generation threshold cut the cold check of vLLM 0.21.0 by about 8% of CPU
-        # (scripts/bench.py) for about 15% more peak memory.
-        gc.set_threshold(100_000, 50, 100)
+        gc.set_threshold(*RUN_GC_THRESHOLDS)
     try:
         if args.command == "check":
             return run_check(args)

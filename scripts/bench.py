@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import gc
 import os
 import resource
 import shutil
@@ -74,9 +75,10 @@ def time_ast(files: list[bytes]) -> tuple[float, float]:
 def breakdown(paths: list[Path], data: list[bytes], repeat: int) -> dict[str, float]:
     """CPU seconds (best of ``repeat``) of the parts of a cold run with the default rules, in this
     process: ``prefilter`` (read and prefilter every file), ``parse`` (``ast.parse`` of the files
-    the prefilters accept), ``summarize`` (their summaries: parse, index walk, collectors), and
-    ``ast`` (``ast.parse`` of every file, the reference), plus ``accepted`` (files) and
-    ``accepted_bytes`` (their share of the tree's bytes)."""
+    the prefilters accept), ``summarize`` (their summaries: parse, index walk, collectors), each
+    with the collector thresholds a check sets (``pp_attr_lint.cli.RUN_GC_THRESHOLDS``), and
+    ``ast`` (``ast.parse`` of every file with the interpreter's defaults, the reference), plus
+    ``accepted`` (files) and ``accepted_bytes`` (their share of the tree's bytes)."""
     from pp_attr_lint.index.prefilter import make_rule_prefilter
     from pp_attr_lint.rule_api import index_spec
     from pp_attr_lint.rule_registry import all_rules
@@ -94,11 +96,19 @@ def breakdown(paths: list[Path], data: list[bytes], repeat: int) -> dict[str, fl
         fn()
         best[name] = min(best.get(name, float("inf")), time.process_time() - c)
 
+    from pp_attr_lint.cli import RUN_GC_THRESHOLDS
+
+    default = gc.get_threshold()
     for _ in range(repeat):
         timed("ast", lambda: [ast.parse(d) and None for d in data])
-        timed("prefilter", lambda: [hit(p.read_bytes()) for p in paths])
-        timed("parse", lambda: [ast.parse(d) and None for d in accepted])
-        timed("summarize", lambda: [summarize_file(d, spec, "-", m) and None for d, m in zip(accepted, masks)])
+        # the run's parts as a check runs them: with its collector thresholds
+        gc.set_threshold(*RUN_GC_THRESHOLDS)
+        try:
+            timed("prefilter", lambda: [hit(p.read_bytes()) for p in paths])
+            timed("parse", lambda: [ast.parse(d) and None for d in accepted])
+            timed("summarize", lambda: [summarize_file(d, spec, "-", m) and None for d, m in zip(accepted, masks)])
+        finally:
+            gc.set_threshold(*default)
     best["accepted"] = len(accepted)
     best["accepted_bytes"] = sum(map(len, accepted)) / max(1, sum(map(len, data)))
     return best
