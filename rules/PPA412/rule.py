@@ -89,8 +89,9 @@ def _collect(tree, lines) -> list:
                 n, repl = got
                 reported.add(id(n))
                 t = n.test
+                flag = None if G.formula(t) == flow.test_formula(n) else ast.unparse(t)  # read through a flag
                 out.append([cls.name, fn.name, t.lineno, lines.col(t.lineno, t.col_offset), t.end_lineno,
-                            lines.col(t.end_lineno, t.end_col_offset), node.lineno, repl])
+                            lines.col(t.end_lineno, t.end_col_offset), node.lineno, repl, flag])
     return sorted(out, key=lambda r: (r[2], r[3]))
 
 
@@ -113,7 +114,7 @@ class DrafterBranchesOnTargetRank(Rule):
 
         drafter = RankFacts.of(ctx).drafter_module(ctx.module)
         out = []
-        for cls, method, line, col, end_line, end_col, use, repl in facts:
+        for cls, method, line, col, end_line, end_col, use, repl, flag in facts:
             if drafter is None:
                 out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path, row=line,
                                      column=col + 1, detail=f"whether `{ctx.module}` holds speculative-decoding "
@@ -123,7 +124,8 @@ class DrafterBranchesOnTargetRank(Rule):
             if not drafter:
                 continue  # a model (or a module the registry does not list): its rank tests mean its stage
             message = (f"`{cls}.{method}` is drafter code (the model registry lists this module's classes only "
-                       f"as speculative-decoding drafters) and branches on `is_first_rank`, the target model's "
+                       f"as speculative-decoding drafters) and branches on `is_first_rank`"
+                       + (f" (through the local flag in `{flag}`)" if flag else "") + ", the target model's "
                        f"pipeline position: the engine runs the drafter on the last rank only, where under "
                        f"pipeline parallelism the test is false, so it takes the branch that needs the "
                        f"intermediate tensors (line {use}) and gets none.")
@@ -131,6 +133,9 @@ class DrafterBranchesOnTargetRank(Rule):
                            "rank only, and never passes them intermediate tensors",
                            "on the last rank `is_first_rank` is false with pipeline_parallel_size >= 2",
                            f"the branch taken there needs `{_PARAM}` (line {use})"]
+            if flag:
+                explanation.insert(2, f"`{flag}` reads a local flag assigned a test of `is_first_rank` once, "
+                                      f"before the `if`")
             fix = self.make_fix("unsafe", f"Branch on the inputs, not the rank: `{repl}`",
                                 [self.replace((line, col, end_line, end_col), repl)])
             out.append(self.finding(
