@@ -216,3 +216,31 @@ def test_a_flag_set_after_an_assert_keeps_its_formula():
                 self.work(s)
         """)
     assert guard == ("a", "keep@4")
+
+
+def test_an_if_test_is_read_with_the_flags_known_there_and_decides_its_statements():
+    """``test_formula`` reads an ``if`` test through the local flags as they stand at the ``if``
+    (a flag reassigned before it is opaque); ``deciding_tests`` gives the enclosing branches and
+    the earlier ``if`` whose other branch exits, each with the truth value the statement needs."""
+    fn = ast.parse(textwrap.dedent("""
+        def f(self, s):
+            first = get_pp_group().is_first_rank
+            if first:
+                return None
+            other = get_pp_group().is_last_rank
+            other = s is None
+            if other:
+                self.work(s)
+            else:
+                self.rest(s)
+            self.tail(s)
+        """)).body[0]
+    g = FunctionGuards(fn)
+    ifs = [n for n in fn.body if isinstance(n, ast.If)]
+    assert g.test_formula(ifs[0]) == G.FIRST
+    assert g.test_formula(ifs[1]) == ("a", "other@7")
+    work, rest = ifs[1].body[0], ifs[1].orelse[0]
+    assert g.deciding_tests(work) == ((ifs[0], False), (ifs[1], True))
+    assert g.deciding_tests(rest) == ((ifs[0], False), (ifs[1], False))
+    assert g.deciding_tests(fn.body[-1]) == ((ifs[0], False),)
+    assert g.deciding_tests(fn.body[0]) == ()

@@ -426,6 +426,46 @@ def test_a_config_id_read_behind_a_helper_is_not_judged(tmp_path):
     assert "self.is_local(layer_id)" in nj[0]["detail"]
 
 
+POSITION_FLAG = '''
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import make_layers
+
+
+class Model:
+    def __init__(self, config):
+        self.config = config
+        self.start_layer, self.end_layer, self.layers = make_layers(
+            config.num_hidden_layers, lambda prefix: None, prefix="layers")
+
+    def mlps(self, extra):
+        reach = get_pp_group().is_last_rank
+        if extra:
+            reach = get_pp_group().is_first_rank
+        out = []
+        for layer_id in self.config.engram_layer_ids:
+            if reach:
+                out.append(self.layers[layer_id].mlp)
+        if get_pp_group().is_last_rank and self.start_layer == 0:
+            for layer_id in self.config.engram_layer_ids:
+                out.append(self.layers[layer_id].mlp)
+        return out
+'''
+
+
+def test_a_config_id_read_behind_an_opaque_position_flag_is_not_judged(tmp_path):
+    """PPA405: a test of the pipeline position is no test of what a rank owns, but a flag set
+    to one position test and, under a test, to another leaves ranks that cannot be said: the
+    read behind it is not judged; a position test with a test of the layer range decides."""
+    root = _write(tmp_path, {"model.py": POSITION_FLAG})
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+                "--select", "PPA405", cwd=root)
+    assert r.rc in (0, 1), r.stderr
+    assert r.json() == [], r.stdout
+    nj = r.not_judged()
+    assert [(d["location"]["row"], d["reason"]) for d in nj] == [(18, "stage-guard")], nj
+    assert "pipeline position" in nj[0]["detail"]
+
+
 def test_proxy_keys_allocated_in_the_branches_of_a_config_test():
     """PPA410: a runner that assigns a dict literal in each branch of a config test allocates the
     key both literals hold on every call (a read of it is fine) and the other only when the test

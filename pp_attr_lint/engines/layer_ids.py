@@ -25,7 +25,8 @@ from ..index.astutil import walk as fast_walk
 from ..semantic.callsites import argument, name_uses, positional, rebound, self_attr
 from ..semantic.constructions import NotEstablished, dotted
 from ..semantic.flow import FlowWalker
-from ..semantic.guards import FALSE, RANK_ATOMS, STAGE_POSITION_NAMES, atoms, rank_predicate
+from ..semantic.guards import (FALSE, RANK_ATOMS, RANK_STATES, STAGE_POSITION_NAMES, atoms, f_and,
+                               rank_predicate, rank_words, satisfying)
 from ..semantic.loader import SKIP_CALL, decides_on_rank
 
 # an accessor's index: the global layer id minus the stage's first layer
@@ -356,6 +357,39 @@ def decides_on_owner(guard: tuple) -> bool:
     return any(a in RANK_ATOMS or a.startswith(OWNS) for a in atoms(guard))
 
 
+# the places of :data:`~pp_attr_lint.semantic.guards.RANK_STATES` by name, in that order, and the
+# layers of a ``make_layers`` list each lacks at pipeline_parallel_size >= 2 (vLLM's
+# ``get_pp_indices``: the first stage starts at layer 0, the last ends at the last layer)
+PLACES = ("first", "last", "middle")
+_LACKS = {"first": "[end_layer, num_hidden_layers)", "last": "[0, start_layer)",
+          "middle": "[0, start_layer) and [end_layer, num_hidden_layers)"}
+
+
+def position_places(guard: tuple) -> tuple:
+    """The places of :data:`PLACES` where ``guard`` (a formula whose rank atoms are position
+    tests) can hold for some value of its other atoms, in that order; ``()`` for none (also for
+    a formula of more than 16 free atoms: :func:`~pp_attr_lint.semantic.guards.satisfying`)."""
+    return tuple(p for p, state in zip(PLACES, RANK_STATES) if satisfying(f_and(guard, state)) is not None)
+
+
+def position_gap(places: tuple) -> str:
+    """Why-line for a read reached only on ``places`` (of :func:`position_places`): which ranks
+    the position test on the way leaves, and which layers of a ``make_layers`` list each lacks
+    (``only the last pipeline-parallel rank (rank > 0) reaches the read; it lacks layers
+    [0, start_layer)``)."""
+    envs = {"first": {"@first": True, "@last": False}, "last": {"@first": False, "@last": True},
+            "middle": {"@first": False, "@last": False}}
+    if len(places) == len(PLACES):
+        return ("the test of the pipeline position on the way lets every rank reach the read (for some value of "
+                "its other tests), and every rank lacks some layers")
+    head = "a test of the pipeline position, not of the layers a rank owns, is on the way: only "
+    if len(places) == 1:
+        return f"{head}{rank_words(envs[places[0]])} reaches the read; it lacks layers {_LACKS[places[0]]}"
+    who = " and ".join(rank_words(envs[p]) for p in places)
+    return f"{head}{who} reach the read; " + "; ".join(f"{rank_words(envs[p])} lacks layers {_LACKS[p]}"
+                                                       for p in places)
+
+
 class ConfigIdReads(FlowWalker):
     """Finds, in method ``fn`` of a class whose ``make_layers`` lists are ``lists``, the reads
     ``self.<list>[v].attr`` (or ``self.a.<list>[v].attr``) with ``v`` a loop name over a config list
@@ -366,9 +400,12 @@ class ConfigIdReads(FlowWalker):
     ``AttributeError`` protects it, where it never runs, and in a lambda (it runs where it is
     called).  A read whose guard calls a method of ``self`` that ``methods`` (the class's own,
     name -> node) lacks or whose body names such a test (:meth:`test_atom`) cannot be told:
-    its record says so.  Call :meth:`walk`; ``out`` then holds ``(chain, name, id source, attr,
-    row, col, end_row, end_col, fix, unread)`` per read (``fix``: :meth:`fix_at`; ``unread``:
-    the text of such a call, else ``None``)."""
+    its record says so.  A guard that tests only the pipeline position (``if not
+    pp.is_last_rank: return``) is no test of what a rank owns: the read is kept with the places
+    the guard leaves (:meth:`position`).  Call :meth:`walk`; ``out`` then holds ``(chain, name,
+    id source, attr, row, col, end_row, end_col, fix, unread, places)`` per read (``fix``:
+    :meth:`fix_at`; ``unread``: the text of such a call, else ``None``; ``places``: ``None``
+    with no position test on the way, else :meth:`position`)."""
 
     def __init__(self, lists: frozenset, lines, fn, methods: dict | None = None):
         super().__init__(lines, fn, atom_of=owns_atom)
@@ -381,6 +418,7 @@ class ConfigIdReads(FlowWalker):
         self.loop = None  # the `for` statement whose target is being bound
         self.body_guard: dict = {}  # id(for statement) -> the guard of its body
         self.owner_flags: set = set()  # locals assigned a test of what this rank owns, somewhere
+        self.owns_flags: set = set()  # those of them assigned more than a position test, somewhere
 
     def loop_bindings(self, target, it) -> dict:
         """The names of ``target`` that take a config list's elements -> ``(source, loop)``
@@ -424,14 +462,33 @@ class ConfigIdReads(FlowWalker):
     def assign(self, targets, value, guard) -> None:
         """Note the local names assigned a test of what this rank owns: the walker reads a flag
         set twice or under a test as an opaque atom (``owned@12``), which then still tells."""
-        if decides_on_owner(self.formula(value)):
-            self.owner_flags.update(t.id for t in targets if isinstance(t, ast.Name))
+        f = self.formula(value)
+        if decides_on_owner(f):
+            names = {t.id for t in targets if isinstance(t, ast.Name)}
+            self.owner_flags.update(names)
+            if self.position(f) is None:
+                self.owns_flags.update(names)
 
     def owner_guard(self, guard: tuple) -> bool:
         """Whether ``guard`` tests what this rank owns (:func:`decides_on_owner`), also through
         an opaque atom of a local flag that was assigned such a test."""
         return decides_on_owner(guard) or any(
             a.rsplit("@", 1)[0] in self.owner_flags for a in atoms(guard) if "@" in a[1:])
+
+    def position(self, guard: tuple):
+        """For a guard of :meth:`owner_guard`: ``None`` when it tests what this rank owns (an
+        ``@owns`` atom, a flag once assigned one); else it tests only the pipeline position
+        (``is_first_rank`` / ``is_last_rank``, negated or not), which does not say what a rank
+        owns (the last rank lacks the early layers): the places it leaves
+        (:func:`position_places`), or ``"?"`` when a flag assigned a position test is opaque
+        (set twice or under a test: which ranks it leaves cannot be said)."""
+        names = atoms(guard)
+        if any(a.startswith(OWNS) for a in names):
+            return None
+        flags = {a.rsplit("@", 1)[0] for a in names if "@" in a[1:]} & self.owner_flags
+        if flags & self.owns_flags:
+            return None
+        return "?" if flags else position_places(guard)
 
     def expr(self, node, guard, guarded, protected, loops) -> None:
         if not isinstance(node, ast.Lambda):  # a lambda's body runs where it is called, if at all
@@ -445,11 +502,15 @@ class ConfigIdReads(FlowWalker):
         if not (base and base[0] == "self" and (len(base) > 2 or len(base) == 2 and base[1] in self.lists)
                 and isinstance(sub.slice, ast.Name) and loops.get(sub.slice.id) is not None):
             return
-        if protected or guard == FALSE or self.owner_guard(guard):
+        if protected or guard == FALSE:
             return
+        places = self.position(guard) if self.owner_guard(guard) else None
+        if places == () or (places is None and self.owner_guard(guard)):
+            return  # on no rank, or behind a test of what this rank owns
         src, binder = loops[sub.slice.id]
         unread = next((a[len(HELPER) + 1:] for a in sorted(atoms(guard)) if a.startswith(HELPER)), None)
-        self.out.append((list(base), sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard), unread))
+        self.out.append((list(base), sub.slice.id, src, node.attr, *self.pos(node), self.fix_at(binder, guard), unread,
+                         places))
 
     def fix_at(self, loop, guard):
         """``[row, col, indent]`` of the first statement of ``loop``, the ``for`` loop that binds
@@ -473,9 +534,10 @@ class ConfigIdReads(FlowWalker):
 
 def config_id_reads(tree, lines) -> list:
     """``[[class, method, def line, list chain, name, id source, attr, line, col, end_line,
-    end_col, fix, unread]]`` (``fix``: :meth:`ConfigIdReads.fix_at`; ``unread``: the call of a helper
-    on the way that may test the rank's range, :class:`ConfigIdReads`); a chain of more than two names is a list of
-    another object, told at check time."""
+    end_col, fix, unread, places]]`` (``fix``: :meth:`ConfigIdReads.fix_at`; ``unread``: the call
+    of a helper on the way that may test the rank's range; ``places``: what a test of the
+    pipeline position on the way leaves, :meth:`ConfigIdReads.position`); a chain of more than
+    two names is a list of another object, told at check time."""
     out = []
 
     def source(node):

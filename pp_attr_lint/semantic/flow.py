@@ -156,6 +156,10 @@ class FlowWalker:
     def call(self, node: ast.Call, guard, guarded, protected, loops) -> None:
         """A call is evaluated (before its children are walked)."""
 
+    def narrowed(self, stmt: ast.If, holds: bool) -> None:
+        """The statements after ``stmt`` in its block run only where its test is ``holds``: one
+        of its branches exits (``if test: return`` narrows by ``not test``)."""
+
     def loop_binding(self, target: ast.AST, it: ast.AST) -> tuple | None:
         """``(name, value)`` to bind in ``loops`` for a loop ``for target in it`` (also of a
         comprehension); ``None`` binds nothing."""
@@ -187,6 +191,7 @@ class FlowWalker:
                     guard = FALSE
                 else:
                     guard = f_and(guard, f_not(t) if exits(stmt.body) else t)
+                    self.narrowed(stmt, not exits(stmt.body))
                 chains = set(guarded)
                 guards_chain(stmt.test, chains)
                 guarded = frozenset(chains)
@@ -328,12 +333,18 @@ class FunctionGuards(FlowWalker):
     ``of(node)`` is the formula under which ``node`` runs on a call (``None`` for a node the walk
     does not reach); ``every_call(node)`` the ranks on which it runs on every call (a formula
     over the rank atoms alone), ``None`` when that depends on anything else: another test, a
-    loop that may not run, a handler."""
+    loop that may not run, a handler; ``test_formula(if)`` the formula of an ``if`` test as the
+    walk read it (local flags included); ``deciding_tests(statement)`` the ``if`` statements
+    whose tests decide whether a statement runs."""
 
     def __init__(self, fn, lines=None, cls: str | None = None, atom_of=None, start: tuple = TRUE):
         super().__init__(lines, fn, cls, atom_of)
         self.start = start
         self.seen: dict | None = None  # id(node) -> (guard, in a block a call may skip)
+        self.tests: dict = {}  # id(if statement) -> the formula of its test where the walk read it
+        self.decided: dict = {}  # id(statement) -> the `(if, holds)` pairs that decide it
+        self.deciders: tuple = ()  # those of the statements being walked
+        self.branching = None  # the `if` whose blocks are walked next
 
     def walked(self) -> dict:
         if self.seen is None:
@@ -341,9 +352,31 @@ class FunctionGuards(FlowWalker):
             self.walk(self.start)
         return self.seen
 
+    def block(self, body, guard, guarded, protected, loops) -> None:
+        saved, b = self.deciders, self.branching
+        if b is not None and (body is b.body or body is b.orelse):
+            self.deciders = saved + ((b, body is b.body),)
+        self.branching = None
+        try:
+            super().block(body, guard, guarded, protected, loops)
+        finally:
+            self.deciders, self.branching = saved, b
+
+    def narrowed(self, stmt, holds) -> None:
+        self.deciders = self.deciders + ((stmt, holds),)  # until the end of the block
+
     def stmt(self, stmt, guard, guarded, protected, loops) -> None:
         self.seen.setdefault(id(stmt), (guard, self.maybe > 0))
-        super().stmt(stmt, guard, guarded, protected, loops)
+        self.decided.setdefault(id(stmt), self.deciders)
+        if not isinstance(stmt, ast.If):
+            super().stmt(stmt, guard, guarded, protected, loops)
+            return
+        self.tests.setdefault(id(stmt), self.formula(stmt.test))
+        outer, self.branching = self.branching, stmt
+        try:
+            super().stmt(stmt, guard, guarded, protected, loops)
+        finally:
+            self.branching = outer
 
     def expr(self, node, guard, guarded, protected, loops) -> None:
         self.seen.setdefault(id(node), (guard, self.maybe > 0))
@@ -368,6 +401,23 @@ class FunctionGuards(FlowWalker):
         does not reach ``node``."""
         got = self.walked().get(id(node))
         return None if got is None else got[1]
+
+    def test_formula(self, node: ast.If) -> tuple | None:
+        """The formula of the test of ``if`` statement ``node`` as the walk read it: with the
+        local flags known at that point (``first = pp.is_first_rank`` ... ``if not first:`` is
+        ``not @first``; a flag set twice or under a test is an opaque atom); ``None`` for an
+        ``if`` the walk does not reach."""
+        self.walked()
+        return self.tests.get(id(node))
+
+    def deciding_tests(self, node: ast.stmt) -> tuple | None:
+        """The ``if`` statements that decide whether statement ``node`` runs, outermost first, as
+        ``(if statement, holds)`` pairs: ``node`` runs only where the test is ``holds``, because
+        ``node`` is in its body (``True``) or ``else`` block (``False``), or follows it in the
+        same block and its other branch exits (``if test: return`` gives ``False``).  ``None``
+        for a statement the walk does not reach."""
+        self.walked()
+        return self.decided.get(id(node))
 
     def every_call(self, node) -> tuple | None:
         got = self.walked().get(id(node))

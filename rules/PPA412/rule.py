@@ -34,27 +34,28 @@ def _hard_uses(statements) -> list:
     return out
 
 
-def _rank_test(tests, st) -> tuple | None:
-    """The rank test of ``tests`` (``[(if statement, later-rank block, replacement)]`` in source
-    order) that sends the later ranks to statement ``st``: the last one before it that holds it
-    in its later-rank block, or whose first-rank block exits (``if ...is_first_rank: return``)
-    with ``st`` after it; ``None`` when there is none."""
-    from pp_attr_lint.semantic.flow import exits
+def _rank_test(flow, st, later_only) -> tuple | None:
+    """The ``if`` statement whose test sends the later ranks to statement ``st`` (flow walker
+    ``flow``): the innermost of the tests that decide ``st``
+    (:meth:`~pp_attr_lint.semantic.flow.FunctionGuards.deciding_tests`) that is the first rank
+    or its negation as the walk read it (through local flags), taken the way that holds only
+    after the first rank: ``st`` in its later-rank block, or after it when its first-rank block
+    exits.  ``(if statement, replacement)``, ``None`` when there is none."""
+    from pp_attr_lint.semantic import guards as G
 
-    found = None
-    for n, later, repl in tests:
-        first = n.orelse if later is n.body else n.body
-        inside = bool(later) and later[0].lineno <= st.lineno <= later[-1].end_lineno
-        if inside or (st.lineno > n.end_lineno and exits(first) and not exits(later)):
-            found = (n, repl)
-    return found
+    for n, holds in reversed(flow.deciding_tests(st) or ()):
+        f = flow.test_formula(n)
+        if f in (G.FIRST, later_only) and (f if holds else G.f_not(f)) == later_only:
+            return n, f"{_PARAM} is None" if f == G.FIRST else f"{_PARAM} is not None"
+    return None
 
 
 def _collect(tree, lines) -> list:
     """``[[class, method, line, col, end_line, end_col, use line, replacement]]``: each ``if`` of a
     method taking ``intermediate_tensors`` whose test is the first rank or its negation (nothing
-    else), when a statement that needs the intermediate tensors (:func:`_hard_uses`) runs only on
-    the ranks after the first, behind no test of the tensors (its guard from the flow walker,
+    else; as the flow walker reads it, so also a local flag assigned that test once), when a
+    statement that needs the intermediate tensors (:func:`_hard_uses`) runs only on the ranks
+    after the first, behind no test of the tensors (its guard from the flow walker,
     :class:`pp_attr_lint.semantic.flow.FunctionGuards`) because of that test: in its branch for
     those ranks, or after it when its first-rank branch returns; ``replacement`` is the test on
     the inputs that a single-rank run takes the same way (``intermediate_tensors is None`` for
@@ -73,16 +74,7 @@ def _collect(tree, lines) -> list:
                 continue
             flow = FunctionGuards(fn, lines, cls=cls.name)
             reached = flow.reached_statements()
-            tests = []
-            for n, _guard in reached:
-                if not isinstance(n, ast.If):
-                    continue
-                f = G.formula(n.test)
-                if f == G.FIRST:
-                    tests.append((n, n.orelse, f"{_PARAM} is None"))
-                elif f == later_only:
-                    tests.append((n, n.body, f"{_PARAM} is not None"))
-            if not tests:
+            if not any(flow.test_formula(n) in (G.FIRST, later_only) for n, _g in reached if isinstance(n, ast.If)):
                 continue
             simple = [st for st, _guard in reached if not hasattr(st, "body")]
             reported = set()
@@ -91,14 +83,15 @@ def _collect(tree, lines) -> list:
                 if guard is None or not G.can_hold(guard) or not G.implies(guard, later_only) \
                         or any(_PARAM in a for a in G.atoms(guard)):
                     continue  # not only on later ranks, or behind a test of the tensors themselves
-                got = _rank_test([t for t in tests if t[0].lineno < st.lineno], st)
+                got = _rank_test(flow, st, later_only)
                 if got is None or id(got[0]) in reported:
                     continue
                 n, repl = got
                 reported.add(id(n))
                 t = n.test
+                flag = None if G.formula(t) == flow.test_formula(n) else ast.unparse(t)  # read through a flag
                 out.append([cls.name, fn.name, t.lineno, lines.col(t.lineno, t.col_offset), t.end_lineno,
-                            lines.col(t.end_lineno, t.end_col_offset), node.lineno, repl])
+                            lines.col(t.end_lineno, t.end_col_offset), node.lineno, repl, flag])
     return sorted(out, key=lambda r: (r[2], r[3]))
 
 
@@ -121,7 +114,7 @@ class DrafterBranchesOnTargetRank(Rule):
 
         drafter = RankFacts.of(ctx).drafter_module(ctx.module)
         out = []
-        for cls, method, line, col, end_line, end_col, use, repl in facts:
+        for cls, method, line, col, end_line, end_col, use, repl, flag in facts:
             if drafter is None:
                 out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path, row=line,
                                      column=col + 1, detail=f"whether `{ctx.module}` holds speculative-decoding "
@@ -131,7 +124,8 @@ class DrafterBranchesOnTargetRank(Rule):
             if not drafter:
                 continue  # a model (or a module the registry does not list): its rank tests mean its stage
             message = (f"`{cls}.{method}` is drafter code (the model registry lists this module's classes only "
-                       f"as speculative-decoding drafters) and branches on `is_first_rank`, the target model's "
+                       f"as speculative-decoding drafters) and branches on `is_first_rank`"
+                       + (f" (through the local flag in `{flag}`)" if flag else "") + ", the target model's "
                        f"pipeline position: the engine runs the drafter on the last rank only, where under "
                        f"pipeline parallelism the test is false, so it takes the branch that needs the "
                        f"intermediate tensors (line {use}) and gets none.")
@@ -139,6 +133,9 @@ class DrafterBranchesOnTargetRank(Rule):
                            "rank only, and never passes them intermediate tensors",
                            "on the last rank `is_first_rank` is false with pipeline_parallel_size >= 2",
                            f"the branch taken there needs `{_PARAM}` (line {use})"]
+            if flag:
+                explanation.insert(2, f"`{flag}` reads a local flag assigned a test of `is_first_rank` once, "
+                                      f"before the `if`")
             fix = self.make_fix("unsafe", f"Branch on the inputs, not the rank: `{repl}`",
                                 [self.replace((line, col, end_line, end_col), repl)])
             out.append(self.finding(
@@ -154,5 +151,5 @@ RULE = DrafterBranchesOnTargetRank(
     name="drafter-branches-on-target-rank",
     summary="a speculative drafter branches on the target's first rank, but runs on the last only",
     fix_applicability="unsafe",
-    version=1,
+    version=2,
 )
