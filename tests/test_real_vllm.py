@@ -133,18 +133,48 @@ PPA002_NOT_JUDGED = {BUGGY: {"receiver-unresolved": 19},
                      FIXED_RELEASE: {"receiver-unresolved": 52, "ambiguous": 1, "dynamic-class": 1}}
 
 
+# the placeholder reads (PPA101) whose receiver's class the model cannot settle, listed (docs/
+# real-findings.md, "Reads not judged"): `language_model.lm_head` of a parameter typed `nn.Module`
+# (adapters.py), `self.model.transformer.wte` of an attribute no class on the MRO sets (molmo.py),
+# `self.model.model.embed_tokens` of an `nn.Module` (llm_base_proposer.py), a base bound twice
+# (minicpm_eagle.py) and a dataclass's fields (weight_tying.py)
+PPA101_NOT_JUDGED = {
+    BUGGY: [("receiver-unresolved", "vllm/model_executor/models/adapters.py", 510),
+            ("receiver-unresolved", "vllm/model_executor/models/adapters.py", 531),
+            ("receiver-unresolved", "vllm/model_executor/models/adapters.py", 584),
+            ("receiver-unresolved", "vllm/model_executor/models/adapters.py", 603),
+            ("receiver-unresolved", "vllm/model_executor/models/molmo.py", 1381),
+            ("receiver-unresolved", "vllm/v1/spec_decode/llm_base_proposer.py", 1252)],
+    FIXED_RELEASE: [("dynamic-class", "vllm/model_executor/model_loader/weight_tying.py", 34),
+                    ("dynamic-class", "vllm/model_executor/model_loader/weight_tying.py", 34),
+                    ("receiver-unresolved", "vllm/model_executor/models/adapters.py", 552),
+                    ("receiver-unresolved", "vllm/model_executor/models/adapters.py", 568),
+                    ("receiver-unresolved", "vllm/model_executor/models/adapters.py", 621),
+                    ("receiver-unresolved", "vllm/model_executor/models/adapters.py", 637),
+                    ("ambiguous", "vllm/model_executor/models/minicpm_eagle.py", 358),
+                    ("ambiguous", "vllm/model_executor/models/minicpm_eagle.py", 358),
+                    ("receiver-unresolved", "vllm/model_executor/models/molmo.py", 1353),
+                    ("receiver-unresolved", "vllm/v1/spec_decode/llm_base_proposer.py", 1447)],
+}
+
+
 def test_releases_leave_no_read_unjudged(tree_021: Path, vllm_release):
-    """Every read of the rules other than PPA002 is judged but one masked finding; the one class left is
-    `RayPPCommunicator`, whose `__init__` calls no base `__init__` (PPA201) and whose base is ray's
-    `Communicator`, which is not installed: whether `SupportsPP` is on its MRO cannot be told.
-    PPA002's are pinned by reason (:data:`PPA002_NOT_JUDGED`)."""
+    """Every read of the rules other than PPA002 and PPA101 is judged but one masked finding; the one
+    class left is `RayPPCommunicator`, whose `__init__` calls no base `__init__` (PPA201) and whose
+    base is ray's `Communicator`, which is not installed: whether `SupportsPP` is on its MRO cannot
+    be told.  PPA101's are pinned by line (:data:`PPA101_NOT_JUDGED`), PPA002's by reason
+    (:data:`PPA002_NOT_JUDGED`)."""
     for version, root in ((BUGGY, tree_021), (FIXED_RELEASE, vllm_release(FIXED_RELEASE))):
         r = run_cli("check", "vllm", "--no-cache", "--output-format", "json", "--show-unresolved", cwd=root)
-        got = [(d["rule"], d["reason"], Path(d["filename"]).relative_to(root).as_posix()) for d in r.not_judged()]
-        others = [g for g in got if g[0] != "PPA002"]
+        nj = r.not_judged()
+        got = [(d["rule"], d["reason"], Path(d["filename"]).relative_to(root).as_posix()) for d in nj]
+        others = [g for g in got if g[0] not in ("PPA002", "PPA101")]
         # and granitemoehybrid.py's forward loop, masked by its loader's KeyError (docs/real-findings.md)
         assert others == [("PPA201", "module-not-found", "vllm/distributed/device_communicators/ray_communicator.py"),
                           ("PPA103", "masked-by", "vllm/model_executor/models/granitemoehybrid.py")], got
+        placeholder = [(d["reason"], Path(d["filename"]).relative_to(root).as_posix(), d["location"]["row"])
+                       for d in nj if d["rule"] == "PPA101"]
+        assert placeholder == PPA101_NOT_JUDGED[version], placeholder
         reasons: dict[str, int] = {}
         for _rule, reason, _path in (g for g in got if g[0] == "PPA002"):
             reasons[reason] = reasons.get(reason, 0) + 1
