@@ -75,6 +75,12 @@ REGISTER_METHOD = "register_model"
 
 PLACEHOLDER_CLASS = "PPMissingLayer"
 MAKE_LAYERS = "make_layers"
+# SGLang's lazy holder (sglang/srt/utils/common.py `LazyValue`): `LazyValue(creator)` stores the
+# callable; the first read of its `value` property calls it (`self._value = self._creator()`).
+# Models store `self._routed_experts_weights_of_layer = LazyValue(lambda: {...})` in `__init__` and
+# read `.value` in a property, so the lambda runs when that property is read, not at construction
+LAZY_VALUE_CLASS = "LazyValue"
+LAZY_VALUE_READ = "value"
 RANGE_ATTRIBUTES = ("start_layer", "end_layer")
 FIRST_RANK_PREDICATE = "is_first_rank"
 LAST_RANK_PREDICATE = "is_last_rank"

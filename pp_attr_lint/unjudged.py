@@ -44,8 +44,9 @@ REASONS: dict[str, tuple[str, str]] = {
                             "it refuses pipeline parallelism for a registered model without SupportsPP)",
                             "`--src DIR` with the engine's sources, or `--python PATH` with it installed"),
     "branch-unread": ("the line matters only on a branch picked by a test of what the code built (`x is not None`), "
-                      "not of a setting, or in a block a call may skip (an exception handler, a loop's body): "
-                      "whether any configuration takes that branch is not read", ""),
+                      "not of a setting, or in a block a call may skip (an exception handler, a loop's body), or in a body "
+                      "that runs only when a stored lambda or nested function is called: whether any configuration "
+                      "takes that branch, or who calls that body, is not read", ""),
     "config-condition": ("the engine provides what the line needs only under a condition of the model's "
                          "configuration (a proxy buffer its runner allocates for some models), and whether this "
                          "model meets it is not read", "handle every configuration: read a value the engine may not "

@@ -244,3 +244,37 @@ def test_an_if_test_is_read_with_the_flags_known_there_and_decides_its_statement
     assert g.deciding_tests(rest) == ((ifs[0], False), (ifs[1], False))
     assert g.deciding_tests(fn.body[-1]) == ((ifs[0], False),)
     assert g.deciding_tests(fn.body[0]) == ()
+
+
+def test_a_lambda_body_and_a_stored_nested_function_are_deferred():
+    """``FlowWalker.deferred`` names the lambda whose body is walked (it runs when called, if at
+    all); in the function's own statements it is ``None``; ``walk_deferred`` names its node."""
+    from pp_attr_lint.semantic.flow import FlowWalker
+
+    src = """
+        def __init__(self):
+            self.a = self.model.x
+            self.lazy = LazyValue(lambda: self.model.y)
+            def later():
+                return self.model.z
+            self.later = later
+        """
+    fn = ast.parse(textwrap.dedent(src)).body[0]
+
+    class Reads(FlowWalker):
+        def __init__(self):
+            super().__init__(None, fn, "C")
+            self.seen = {}
+
+        def attribute(self, node, guard, guarded, protected, loops):
+            d = self.deferred()
+            self.seen[ast.unparse(node)] = None if d is None else (type(d).__name__, d.lineno)
+
+    w = Reads()
+    w.walk()
+    assert w.seen["self.model.x"] is None
+    assert w.seen["self.model.y"] == ("Lambda", 4)
+    assert "self.model.z" not in w.seen  # a nested function is not walked with the body
+    nested = w.nested["later"][0]
+    w.walk_deferred(nested, nested.body, G.TRUE, frozenset(), False, {})
+    assert w.seen["self.model.z"] == ("FunctionDef", 5) and w.deferred() is None

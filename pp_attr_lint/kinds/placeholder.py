@@ -51,14 +51,17 @@ class PlaceholderRule:
                 refused = rf.feature_refuses_pp(flag) if flag else False
                 if refused or rf.refused_by_platform(use[6], flag):
                     continue  # only a feature that PP (or the plugin's platform) refuses runs the line
-                f = self.judge(ctx, rf, safe, *use)
+                f = self.judge(ctx, rf, safe, *use[:9])
                 fname = ctx.summary_function_name(use[1], use[2]) if f is not None and use[1] else None
                 if fname and fname not in F.RANK_OF_METHOD and not fname.startswith("__"):
                     rank = rf.caller_rank(use[1], fname)  # every caller runs on one rank
                     if rank is not None:
                         from ..semantic.guards import f_and
 
-                        f = self.judge(ctx, rf, safe, *use[:6], f_and(use[6], rank), *use[7:])
+                        f = self.judge(ctx, rf, safe, *use[:6], f_and(use[6], rank), *use[7:9])
+                if isinstance(f, Finding) and use[9] is not None:
+                    f = deferred_verdict(self.code, ctx, rf, use[9], use[1], fname or ctx.summary_function_name(
+                        use[1], use[2]), f)
                 if f is not None and refused is None:
                     from ..model import NotJudged
 
@@ -87,6 +90,31 @@ class PlaceholderRule:
         ``(reason, detail, path)``, e.g. a plugin checked without vLLM installed), or ``None`` when
         ``why`` is ``None``."""
         return read_not_judged(self.code, ctx, why, chain, pos)
+
+
+def deferred_verdict(code: str, ctx, rf, deferred, cls, fname, f):
+    """What becomes of finding ``f`` of rule ``code`` on a read in a body that runs only when a
+    stored lambda or nested function is called (``deferred``: ``(row, "lambda" or its name, lazy
+    attr)``, see :func:`pp_attr_lint.semantic.values.collect`) that function ``fname`` of class
+    ``cls`` builds (``rf``: the :class:`~pp_attr_lint.semantic.model.RankFacts`).  When the lambda
+    is stored in a ``LazyValue`` that methods of the class read (``self.attr.value`` runs it:
+    SGLang's sglang/srt/utils/common.py), ``f`` itself, its path naming those methods; otherwise
+    the :class:`~pp_attr_lint.model.NotJudged` record (reason ``branch-unread``) at its place: the
+    enclosing function does not run that line, and who calls the body is not read."""
+    from ..model import NotJudged
+
+    row, what, attr = deferred
+    where = f"`{cls}.{fname}`" if cls and fname else f"`{fname or '?'}`"
+    readers = rf.lazy_readers((ctx.module, cls), attr) if attr and cls else []
+    if readers:
+        names = ", ".join(f"`{r}`" for r in readers)
+        f.explanation = [*f.explanation, f"path: {names} reads `self.{attr}.{F.LAZY_VALUE_READ}`, whose first read "
+                         f"runs the lambda that {where} stores at line {row} (`{F.LAZY_VALUE_CLASS}`) -> line {f.row}"]
+        return f
+    body = f"the lambda at line {row}" if what == "lambda" else f"the nested function `{what}` (line {row})"
+    return NotJudged(code=code, reason="branch-unread", path=ctx.file.path, row=f.row, column=f.column,
+                     detail=f"the line is in {body}, which {where} only builds (stores or hands out); "
+                            f"it runs when something calls it, and who does is not read")
 
 
 def read_not_judged(code: str, ctx, why, chain, pos):

@@ -111,6 +111,10 @@ class FlowWalker:
     test once, unconditionally, to its formula; ``nested`` the nested functions and their call
     sites (judged by a subclass after the body, if at all)."""
 
+    # whether a lambda bound once to a local name that is only called by name is walked as a
+    # nested function (where it is called, see ``nested``) rather than as a deferred body
+    named_lambdas = False
+
     def __init__(self, lines, fn: ast.FunctionDef, cls: str | None = None, atom_of=None):
         self.lines = lines
         self.cls = cls
@@ -122,13 +126,34 @@ class FlowWalker:
         self.self_name = args[0].arg if (cls is not None and args) else None
         self.flags: dict[str, tuple] = {}  # local variables assigned a test once: name -> formula
         # nested functions of the body: name -> [def node, guard at the def, call sites
-        # (guard, guarded, protected, call)]; None for a name bound twice
+        # (guard, guarded, protected, call, the lambda the call sits in or None)]; None for a
+        # name bound twice
         self.nested: dict[str, list | None] = {}
         self.inner: tuple | None = None  # while a subclass walks a nested function: its own data
+        self.deferring: list = []  # the lambdas and stored nested functions whose bodies are being walked
 
     def walk(self, guard: tuple = TRUE) -> None:
         """Walk the whole body of the function under ``guard``."""
         self.block(self.fn.body, guard, frozenset(), False, {})
+
+    def deferred(self) -> ast.AST | None:
+        """The innermost ``Lambda`` (or nested ``FunctionDef``, see :meth:`walk_deferred`) whose
+        body is being walked: what is walked now runs only when something calls that lambda or
+        function later, if at all, not when the function runs; ``None`` in the function's own
+        statements (and in a nested function called by name where it runs)."""
+        return self.deferring[-1] if self.deferring else None
+
+    def walk_deferred(self, node, body: list, guard, guarded, protected, loops) -> None:
+        """Walk ``body``, the statements of ``node`` (a nested function that is stored or handed
+        out rather than called here by name, or a ``Lambda`` a call of a nested function sits in),
+        as a body that runs only when it is called later: :meth:`deferred` names ``node`` meanwhile."""
+        self.deferring.append(node)
+        self.maybe += 1
+        try:
+            self.block(body, guard, guarded, protected, loops)
+        finally:
+            self.maybe -= 1
+            self.deferring.pop()
 
     def formula(self, node) -> tuple:
         """The formula of a test here (the local flags known at this point included)."""
@@ -257,6 +282,13 @@ class FlowWalker:
             return
         if isinstance(stmt, ast.ClassDef):
             return  # nested classes run elsewhere (or never)
+        if self.named_lambdas and isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 \
+                and isinstance(stmt.targets[0], ast.Name) and isinstance(stmt.value, ast.Lambda) \
+                and only_called(self.fn, stmt.targets[0].id, stores=1):
+            # `first = lambda: ...` and only `first(...)` after: a nested function by another name
+            name = stmt.targets[0].id
+            self.nested[name] = [as_function(name, stmt.value), guard, []] if name not in self.nested else None
+            return
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             if self.inner is None:  # what a nested function assigns is not recorded
@@ -313,14 +345,18 @@ class FlowWalker:
             return
         if isinstance(node, ast.Lambda):
             self.maybe += 1  # its body runs where it is called, if at all
-            self.expr(node.body, guard, guarded, protected, loops)
-            self.maybe -= 1
+            self.deferring.append(node)
+            try:
+                self.expr(node.body, guard, guarded, protected, loops)
+            finally:
+                self.deferring.pop()
+                self.maybe -= 1
             return
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             self.attribute(node, guard, guarded, protected, loops)
         if isinstance(node, ast.Call):
             if isinstance(node.func, ast.Name) and self.nested.get(node.func.id):
-                self.nested[node.func.id][2].append((guard, guarded, protected, node))
+                self.nested[node.func.id][2].append((guard, guarded, protected, node, self.deferred()))
             self.call(node, guard, guarded, protected, loops)
         for child in child_nodes(node):
             self.expr(child, guard, guarded, protected, loops)
@@ -492,6 +528,24 @@ def bound_in(fn) -> frozenset[str]:
     return frozenset(out)
 
 
+def as_function(name: str, node: ast.Lambda) -> ast.FunctionDef:
+    """``lambda args: body`` as the nested function ``def name(args): return body`` (at the
+    lambda's place), so that it can be walked where it is called."""
+    ret = ast.Return(value=node.body)
+    fn = ast.FunctionDef(name=name, args=node.args, body=[ret], decorator_list=[], returns=None, type_params=[])
+    for n in (ret, fn):
+        ast.copy_location(n, node)
+        n.end_lineno, n.end_col_offset = node.end_lineno, node.end_col_offset
+    fn.lambda_node = node  # see definition_stores
+    return fn
+
+
+def definition_stores(fn) -> int:
+    """How many plain assignments of its name define nested function ``fn`` (for
+    :func:`only_called`): 1 for a lambda bound to a name (:func:`as_function`), else 0."""
+    return 1 if getattr(fn, "lambda_node", None) is not None else 0
+
+
 def unwrap_with(body: list):
     """The statements of ``body``, with the bodies of ``with`` blocks (at any depth) in their
     place: they run once, in sequence, on every rank that reaches them."""
@@ -502,14 +556,18 @@ def unwrap_with(body: list):
             yield st
 
 
-def only_called(outer, name: str) -> bool:
+def only_called(outer, name: str, stores: int = 0) -> bool:
     """Whether every use of ``name`` in function ``outer`` calls it (``name(...)``): it is not
-    handed out, returned, rebound or deleted, so its calls are all its runs."""
+    handed out, returned, rebound or deleted, so its calls are all its runs.  ``stores``: how
+    many plain assignments of ``name`` are its definition (1 for ``name = lambda ...``)."""
     calls = loads = 0
     for sub in fast_walk(outer):
         if isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == name:
             calls += 1
         elif isinstance(sub, ast.Name) and sub.id == name:
+            if isinstance(sub.ctx, ast.Store) and stores > 0:
+                stores -= 1
+                continue
             if not isinstance(sub.ctx, ast.Load):
                 return False
             loads += 1

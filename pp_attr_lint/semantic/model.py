@@ -114,6 +114,10 @@ class RankFacts:
         """The collector's facts of ``module`` (:func:`~.values.collect`), ``None`` when none."""
         return self.values.module_facts(module)
 
+    def lazy_readers(self, key, attr: str) -> list:
+        """:meth:`Values.lazy_readers <pp_attr_lint.semantic.values.Values.lazy_readers>`."""
+        return self.values.lazy_readers(key, attr)
+
     def is_placeholder_call(self, module: str, callee: str | None) -> bool:
         """Whether ``callee`` (a dotted name called in ``module``) builds a ``PPMissingLayer``."""
         return self.values.is_placeholder_call(module, callee)

@@ -27,7 +27,8 @@ from ..index.spec import RANK_FACTS_KEY as FACTS_KEY
 from ..resolve import answers_held_names_only
 from ..textio import read_regular
 from ..unjudged import MISSING_CODE
-from .flow import FlowWalker, bound_in, branches, call_constants, is_guarded, only_called, truthy_only_when
+from .flow import (FlowWalker, bound_in, branches, call_constants, definition_stores, is_guarded, only_called,
+                   truthy_only_when)
 from .guards import FIRST, LAST, LAYER_COUNT_NAMES, TRUE, atoms, evaluate, f_and, f_not, f_or, rank_atoms, when
 from .service import Service
 
@@ -90,17 +91,35 @@ class PlaceholderCollector(FlowWalker):
     placeholder assignments, ``make_layers`` lists and reads of one method; ``names`` are the
     attribute names a placeholder may be assigned to."""
 
+    named_lambdas = True
+
     def __init__(self, lines, out: dict, cls: str | None, fn: ast.FunctionDef, names: frozenset):
         super().__init__(lines, fn, cls)
         self.out = out
         self.names = names
         # locals assigned a chain once, unconditionally (`layers = self.model.layers`): name -> chain
         self.aliases: dict[str, tuple | None] = {}
+        # lambdas stored as `self.attr = LazyValue(lambda: ...)`: id(lambda) -> attr
+        self.lazy: dict[int, str] = {}
 
     def use(self, kind: str, chain, attr, node, guard, guarded: bool, extra=None) -> None:
         if self.inner is not None and (chain[0] != self.self_name or chain[0] in self.inner[2]):
             return  # in a nested function, only reads through the enclosing method's `self`
-        self.out["uses"].append((kind, self.cls, self.fn.lineno, chain, attr, self.pos(node), guard, guarded, extra))
+        self.out["uses"].append((kind, self.cls, self.fn.lineno, chain, attr, self.pos(node), guard, guarded, extra,
+                                 self.deferral()))
+
+    def deferral(self) -> tuple | None:
+        """``(row, what, lazy attr)`` of the lambda (``what`` is ``"lambda"``) or nested function
+        (its name) whose body holds what is walked now and runs only when it is called later
+        (:meth:`~.flow.FlowWalker.deferred`); ``lazy attr`` names ``self.attr`` for a lambda stored
+        as ``self.attr = LazyValue(lambda: ...)``, else ``None``.  ``None`` for a line the method
+        itself runs."""
+        node = self.deferred()
+        if node is None:
+            return None
+        if isinstance(node, ast.Lambda):
+            return (node.lineno, "lambda", self.lazy.get(id(node)))
+        return (node.lineno, node.name, None)
 
     def loop_binding(self, target, it):
         src = self.loop_of(it)
@@ -165,6 +184,12 @@ class PlaceholderCollector(FlowWalker):
     def stmt(self, stmt, guard, guarded, protected, loops) -> None:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            v = stmt.value
+            if len(targets) == 1 and isinstance(targets[0], ast.Attribute) and isinstance(targets[0].value, ast.Name) \
+                    and targets[0].value.id == self.self_name and isinstance(v, ast.Call) and len(v.args) == 1 \
+                    and isinstance(v.args[0], ast.Lambda) and not v.keywords \
+                    and (dotted_name(v.func) or "").rsplit(".", 1)[-1] == F.LAZY_VALUE_CLASS:
+                self.lazy[id(v.args[0])] = targets[0].attr
             self.unpacked_call(targets, stmt.value, guard, guarded, protected, loops)
             for t in targets:
                 if isinstance(t, ast.Name):
@@ -241,34 +266,38 @@ class PlaceholderCollector(FlowWalker):
         bind its parameters to the same integer constants, under the guards of those calls, each
         such parameter replaced by its constant (``def f(layer_id=0): self.layers[layer_id].mlp``
         ... ``f(layer_id=0)``).  Only nested functions that are called by name and never used
-        otherwise (handed out, returned) are walked, and in them only reads through ``self``."""
+        otherwise (handed out, returned) are walked so, and in them only reads through ``self``;
+        one that is stored or handed out, or called only inside a lambda, is walked once as a
+        deferred body (:meth:`walk_inner`): its reads carry :meth:`deferral`."""
         done: set[int] = set()
         while True:
-            todo = [(name, v) for name, v in self.nested.items() if v and v[2] and id(v[0]) not in done]
+            todo = [(name, v) for name, v in self.nested.items() if v and id(v[0]) not in done]
             if not todo:
                 return
-            for name, (fn, _def_guard, calls) in todo:
+            for name, (fn, def_guard, calls) in todo:
                 done.add(id(fn))
                 own = bound_in(fn)
-                if self.self_name is None or self.self_name in own or not only_called(self.fn, name):
+                if self.self_name is None or self.self_name in own:
                     continue
+                direct = [c for c in calls if c[4] is None]
+                called = only_called(self.fn, name, definition_stores(fn))
+                if not direct or not called:
+                    # stored, handed out, or called only inside a lambda: its body runs when
+                    # something calls it later, which is not read (its reads carry that)
+                    later = calls[0][4] if calls and called else getattr(fn, "lambda_node", fn)
+                    self.walk_inner(fn, own, {}, f_or(*[c[0] for c in calls]) if calls and called else def_guard,
+                                    frozenset(), False, later)
+                    continue
+                calls = direct
                 groups: dict[tuple, list] = {}
                 for call in calls:
                     consts = call_constants(fn, call[3])
                     groups.setdefault(tuple(sorted((k, ast.dump(v)) for k, v in consts.items())), [consts]).append(call)
                 merged: dict[tuple, list] = {}
                 for consts, *group in groups.values():
-                    saved_flags, saved_inner, saved_uses = self.flags, self.inner, self.out["uses"]
-                    self.flags = {k: v for k, v in saved_flags.items() if k not in own}
-                    self.inner = (fn.name, consts, own)
-                    self.out["uses"] = []
-                    try:
-                        self.block(fn.body, f_or(*[c[0] for c in group]),
-                                   frozenset.intersection(*[frozenset(c[1]) for c in group]),
-                                   all(c[2] for c in group), {})
-                        uses = self.out["uses"]
-                    finally:
-                        self.flags, self.inner, self.out["uses"] = saved_flags, saved_inner, saved_uses
+                    uses = self.walk_inner(fn, own, consts, f_or(*[c[0] for c in group]),
+                                           frozenset.intersection(*[frozenset(c[1]) for c in group]),
+                                           all(c[2] for c in group), None)
                     for u in uses:  # one use per line read, under any of the groups' guards
                         key = (u[0], u[3], u[4], u[5])
                         if key not in merged:
@@ -277,6 +306,28 @@ class PlaceholderCollector(FlowWalker):
                             merged[key][6] = f_or(merged[key][6], u[6])
                             merged[key][7] = merged[key][7] and u[7]
                 self.out["uses"].extend(tuple(u) for u in merged.values())
+
+    def walk_inner(self, fn, own, consts, guard, guarded, protected, later) -> list:
+        """Walk the body of nested function ``fn`` (``own``: the names it binds itself) with its
+        parameters in ``consts`` bound to constants, under ``guard``; ``later``: the lambda or
+        function whose call runs the body (:meth:`~.flow.FlowWalker.walk_deferred`), ``None``
+        for a body the method runs.  Out: the uses recorded in it (those of a deferred body are
+        added to ``out`` at once)."""
+        saved_flags, saved_inner, saved_uses = self.flags, self.inner, self.out["uses"]
+        self.flags = {k: v for k, v in saved_flags.items() if k not in own}
+        self.inner = (fn.name, consts, own)
+        self.out["uses"] = []
+        try:
+            if later is None:
+                self.block(fn.body, guard, guarded, protected, {})
+            else:
+                self.walk_deferred(later, fn.body, guard, guarded, protected, {})
+            uses = self.out["uses"]
+        finally:
+            self.flags, self.inner, self.out["uses"] = saved_flags, saved_inner, saved_uses
+        if later is not None:
+            self.out["uses"].extend(uses)
+        return uses
 
 
 def placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
@@ -297,6 +348,21 @@ def placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
     return frozenset(out)
 
 
+def lazy_reads(cls: ast.ClassDef, attr: str) -> dict:
+    """Each method of class ``cls`` (name -> whether it reads ``self.attr.value``, the read of a
+    ``LazyValue`` that runs its stored lambda, :data:`~pp_attr_lint.facts.LAZY_VALUE_CLASS`)."""
+    out = {}
+    for fn in cls.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        me = fn.args.args[0].arg if fn.args.args else None
+        out[fn.name] = me is not None and any(
+            isinstance(n, ast.Attribute) and n.attr == F.LAZY_VALUE_READ and isinstance(n.value, ast.Attribute)
+            and n.value.attr == attr and isinstance(n.value.value, ast.Name) and n.value.value.id == me
+            for n in ast.walk(fn))
+    return out
+
+
 def collect(tree: ast.Module, lines) -> dict | None:
     """The placeholder facts of one module (see the module docstring).  ``uses`` holds
     ``(kind, class, function line, chain, attr, (row, col, end_row, end_col), guard, guarded,
@@ -304,7 +370,11 @@ def collect(tree: ast.Module, lines) -> dict | None:
     assigned to), ``alias`` (``self.lm_head = chain``), ``arg`` (``x.tie_weights(chain)``),
     ``index`` (``chain[k].attr``; extra = (index kind, index position)), ``loop``
     (``for v in chain: v.attr``; extra = the loop variable); ``guarded`` is true under an
-    ``isinstance``/``hasattr`` test of the receiver or a handler of ``AttributeError``."""
+    ``isinstance``/``hasattr`` test of the receiver or a handler of ``AttributeError``; a tenth
+    field, ``deferred``, is ``(row, "lambda" or a nested function's name, lazy attr)`` for a read
+    in a body that runs only when a stored lambda or nested function is called
+    (:meth:`PlaceholderCollector.deferral`; ``lazy attr`` names ``self.attr`` for a lambda stored
+    as ``self.attr = LazyValue(lambda: ...)``), else ``None``."""
     out: dict[str, Any] = {"assigns": [], "lists": [], "uses": []}
     names = PLACEHOLDER_NAMES | placeholder_targets(tree, lines)
     # a function is walked only when its text can hold what this module records: a placeholder
@@ -363,6 +433,31 @@ class Values(Service):
 
     def module_facts(self, module: str) -> dict | None:
         return self.ctx.project.facts(module, FACTS_KEY)  # collected now if its gate skipped the file
+
+    def lazy_readers(self, key, attr: str) -> list:
+        """``Class.method`` for each method that an instance of class ``key`` runs (the first
+        definition of its name on the MRO) and that reads ``self.attr.value``: where the lambda
+        stored as ``self.attr = LazyValue(lambda: ...)`` runs (SGLang's sglang/srt/utils/common.py
+        ``LazyValue.value`` calls it on the first read).  Empty when none is found or the MRO
+        cannot be read (a class of code the run does not have is passed over)."""
+        try:
+            mro = self.r.mro(key)
+        except Exception:  # noqa: BLE001  (no reader established)
+            return []
+        seen: set = set()
+        out = []
+        for entry in mro:
+            got = None if entry[0] == "<external>" else self.m.reader.module_parsed(entry[0])
+            node = None if got is None else next(
+                (c for c in got[2].body if isinstance(c, ast.ClassDef) and c.name == entry[1]), None)
+            if node is None:
+                continue
+            for name, reads in lazy_reads(node, attr).items():
+                if name not in seen:
+                    seen.add(name)
+                    if reads:
+                        out.append(f"{entry[1]}.{name}")
+        return out
 
     def is_placeholder_call(self, module: str, callee: str | None) -> bool:
         if callee is None:

@@ -113,4 +113,5 @@ RULE = PlaceholderAttribute(
     summary="Attribute read on a value that is a PPMissingLayer on some pipeline-parallel rank",
     needles=("PPMissingLayer", "tie_weights", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
+    version=2,  # the collector records whether a read lies in a deferred body
 )

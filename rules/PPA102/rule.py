@@ -113,4 +113,5 @@ RULE = PlaceholderByIndex(
     fix_applicability="safe",
     needles=(".layers[", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
+    version=2,  # the collector records whether a read lies in a deferred body
 )

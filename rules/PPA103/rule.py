@@ -149,4 +149,5 @@ RULE = PlaceholderInLoop(
     fix_applicability="safe",
     needles=("make_layers", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
+    version=2,  # the collector records whether a read lies in a deferred body
 )

@@ -88,5 +88,5 @@ RULE = ConfigLayerIdIndex(
     summary="a global layer id from a config list indexes a make_layers list",
     fix_applicability="safe",
     version=6,
-    uses_facts=((FACTS_KEY, collect_facts, 1),),
+    uses_facts=((FACTS_KEY, collect_facts, 2),),
 )
