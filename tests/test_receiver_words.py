@@ -1,5 +1,11 @@
-"""The reads that cannot be judged say what their receiver is.
+"""Reads of a watched name through a module path are no model reads, and the reads that cannot be
+judged say what their receiver is.
 
+* ``vllm.model_executor.layers.fla.ops.f = g`` (an out-of-tree plugin patching vLLM) reads
+  ``layers`` of the package ``vllm.model_executor``: judged, no record, when the first name is
+  bound by an import of a module and the chain is a module of the tree, ``--src`` or the
+  environment, or, where that package is not found, a package of an ``import`` statement's path;
+  an object imported with ``from x import obj`` (or from a package not found) is still listed.
 * a parameter of a nested function or lambda, a local bound to a method's result, to an expression
   or by unpacking is named in the record's detail, with what may help, instead of "a value that is
   not a call, a name or an attribute chain".
@@ -36,6 +42,72 @@ ENGINE = {
     "src/eng/model_executor/layers/__init__.py": "def norm(x):\n    return x\n",
     "plug/__init__.py": "",
 }
+
+
+def test_a_read_through_a_package_path_is_judged(tmp_path):
+    got = _records(tmp_path, {**ENGINE, "plug/patch.py": """\
+        import eng.model_executor.layers
+        import eng.model_executor
+        import missing.model_executor.layers.ops
+        import eng.model_executor.layers as lay
+        import other
+
+        eng.model_executor.layers.norm = None
+        missing.model_executor.layers.ops.f = None
+        x = lay.norm
+        y = other.model_executor.layers
+
+
+        def f():
+            return eng.model_executor.layers.norm
+
+
+        class Patch:
+            n = eng.model_executor.layers
+
+
+        def local(x):
+            import torch
+            import missing.deep.layers as ml
+            return torch.norm(x), ml.layers, missing.deep.layers
+        """})
+    # `eng` bound twice, by `import eng.x` each time: still the package; `missing` is not found,
+    # but `import missing.model_executor.layers.ops` says each name on that path is a package;
+    # `other` is not found and nothing says `other.model_executor` is a module: listed; nor
+    # `missing.deep` (the function's import binds `ml`, not `missing`)
+    assert got == {10: "a read at module or class level", 24: "`missing` is a module-level or enclosing name"}
+
+
+def test_an_object_imported_from_a_package_is_still_listed(tmp_path):
+    got = _records(tmp_path, {**ENGINE, "plug/patch.py": """\
+        import eng
+        from eng import model
+        from missing import thing
+        from eng import model_executor_cls
+
+        a = model.layers
+        b = thing.layers
+        c = model_executor_cls.layers
+        d = eng.model_executor_cls.layers
+
+
+        def f(eng):
+            return eng.model_executor.layers
+        """})
+    # an object of a package, a name of a package not found, a class: none of them a module path;
+    # a parameter shadows the import
+    assert sorted(got) == [6, 7, 8, 9, 13]
+    assert got[13] == "parameter `eng` has no class annotation"
+
+
+def test_a_name_rebound_beside_its_import_is_no_module(tmp_path):
+    got = _records(tmp_path, {**ENGINE, "plug/patch.py": """\
+        import eng.model_executor
+        eng = None
+
+        x = eng.model_executor.layers
+        """})
+    assert sorted(got) == [4]
 
 
 def test_an_unread_receiver_says_what_it_is(tmp_path):

@@ -6,6 +6,10 @@ with :mod:`marshal`.  It holds everything the resolver needs from a file and not
 * ``imports``: local name -> ``(module, name_or_None, level)``.  ``import a.b as c`` gives
   ``c -> ("a.b", None, 0)``; ``import a.b`` binds ``a -> ("a", None, 0)``; ``from .x import Y as Z``
   gives ``Z -> ("x", "Y", 1)``.
+* ``import_paths``: the dotted names of the module-level ``import a.b.c`` statements (``a.b.c``,
+  also under ``as``): each of them and every prefix of it is a module or package.
+  ``plain_imports``: the names bound more than once at module level (in ``rebound``) only by
+  ``import name...`` statements without ``as`` (each binds package ``name``).
 * ``aliases``: module-level ``X = some.dotted.Name`` (a class alias).
 * ``tables``: module-level dict literals whose values are tuples of two or more strings (vLLM's
   registry tables ``{"Arch": ("module", "Class")}``; vllm-omni 0.30.0's ``_OMNI_MODELS``
@@ -180,10 +184,12 @@ class _Summarizer:
             "functions": {},
             "reads": [],
             "star_imports": [],
+            "import_paths": [],
             "stores": [],  # (receiver chain or None, attr, class, function line) of `x.attr = ...`
         }
         self._cls: str | None = None
         self._bindings: dict[str, int] = {}
+        self._plain: dict[str, int] = {}  # name -> module-level `import name...` (no `as`) binding it
         self._globals: set[str] = set()
 
     # -- module level ------------------------------------------------------------------------
@@ -193,6 +199,9 @@ class _Summarizer:
         # a name bound more than once at module level (a class and a later alias, `try: import
         # ... except ImportError: import ...`, `global` in a function) is not one thing
         self.summary["rebound"] = sorted(n for n, c in self._bindings.items() if c > 1) + sorted(self._globals)
+        # rebound names only ever bound by `import name.x`, `import name.y`: package `name` each time
+        self.summary["plain_imports"] = sorted(n for n, c in self._bindings.items()
+                                               if c > 1 and self._plain.get(n) == c and n not in self._globals)
         return self.summary
 
     def _bind(self, names) -> None:
@@ -229,11 +238,13 @@ class _Summarizer:
             self._bind([stmt.name])
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
+                s["import_paths"].append(a.name)
                 if a.asname:
                     s["imports"][a.asname] = (a.name, None, 0)
                 else:
                     top = a.name.split(".")[0]
                     s["imports"][top] = (top, None, 0)
+                    self._plain[top] = self._plain.get(top, 0) + 1
         elif isinstance(stmt, ast.ImportFrom):
             for a in stmt.names:
                 if a.name == "*":
