@@ -5,7 +5,8 @@ judged say what their receiver is.
   ``layers`` of the package ``vllm.model_executor``: judged, no record, when the first name is
   bound by an import of a module and the chain is a module of the tree, ``--src`` or the
   environment, or, where that package is not found, a package of an ``import`` statement's path;
-  an object imported with ``from x import obj`` (or from a package not found) is still listed.
+  an object imported with ``from x import obj`` (or from a package not found) is still listed,
+  the package not found named (``module-not-found``).
 * a parameter of a nested function or lambda, a local bound to a method's result, to an expression
   or by unpacking is named in the record's detail, with what may help, instead of "a value that is
   not a call, a name or an attribute chain".
@@ -75,7 +76,9 @@ def test_a_read_through_a_package_path_is_judged(tmp_path):
     # but `import missing.model_executor.layers.ops` says each name on that path is a package;
     # `other` is not found and nothing says `other.model_executor` is a module: listed; nor
     # `missing.deep` (the function's import binds `ml`, not `missing`)
-    assert got == {10: "a read at module or class level", 24: "`missing` is a module-level or enclosing name"}
+    assert got == {10: "`other.model_executor` is read at module or class level, and module `other` is not found: "
+                       "whether `other.model_executor` is a module or an object cannot be told",
+                   24: "`missing` is a module-level or enclosing name"}
 
 
 def test_an_object_imported_from_a_package_is_still_listed(tmp_path):
@@ -97,6 +100,9 @@ def test_an_object_imported_from_a_package_is_still_listed(tmp_path):
     # an object of a package, a name of a package not found, a class: none of them a module path;
     # a parameter shadows the import
     assert sorted(got) == [6, 7, 8, 9, 13]
+    assert got[6] == got[8] == got[9] == "a read at module or class level"
+    assert got[7] == ("`thing` is read at module or class level, and `thing` (`missing.thing`) is not found: "
+                      "whether `thing` is a module or an object cannot be told")  # reason module-not-found
     assert got[13] == "parameter `eng` has no class annotation"
 
 

@@ -107,7 +107,7 @@ class RuleRunner:
             return None  # `vllm.model_executor.layers`: an attribute of a module, not of a model
         if scope is None:
             if read["function"] is None and len(chain) >= 1:
-                return unjudged("receiver-unresolved", "a read at module or class level")
+                return unjudged(*self._module_level_why(st, chain))
             return unjudged("receiver-unresolved", "the enclosing function is not understood")
         if len(chain) == 1 and chain[0] == scope.get("self"):
             return None  # `self.start_layer`: the enclosing class is what it is
@@ -195,6 +195,21 @@ class RuleRunner:
             return self._module_path(root, chain, summary.get("import_paths", ()))
         finally:
             r.why = why
+
+    def _module_level_why(self, st: FileState, chain: list) -> tuple[str, str]:
+        """``(reason, detail)`` of a read at module or class level that is not judged: when its
+        first name is imported from a module the run does not find (``from scipy import stats``
+        without scipy), ``module-not-found`` naming it (with it, :meth:`_names_module` can tell)."""
+        r = self.resolver
+        why = r.why
+        sym = r.lookup(st.module, chain[0]) if chain[0] in st.summary["imports"] else None
+        r.why = why
+        if sym is not None and sym[0] == "external":
+            dotted = ".".join(chain)
+            what = f"module `{sym[1]}`" if sym[1] == chain[0] else f"`{chain[0]}` (`{sym[1]}`)"
+            return ("module-not-found", f"`{dotted}` is read at module or class level, and {what} is not found: "
+                    f"whether `{dotted}` is a module or an object cannot be told")
+        return ("receiver-unresolved", "a read at module or class level")
 
     def _module_path(self, sym: tuple | None, chain: list, paths) -> bool:
         """The walk of :meth:`_names_module` from ``sym`` (what ``chain[0]`` is: a ``lookup`` result
