@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from .index.registry import registry_entries
 from .settings import Factory, Settings
 from .unjudged import BROKEN_FILE
+from .value_words import attribute_detail, call_detail, name_detail, value_text
 
 ClassKey = tuple[str, str]  # (module, class name)
 
@@ -100,6 +101,7 @@ class Resolver:
         # nearer the start, and the reasons a run gives would depend on the order of its questions)
         self._cutoffs = 0
         self._nested_attrs = 0  # attribute questions being answered (see attr_candidates)
+        self._opaque: set[str] = set()  # details of an unread value (whose value it is may be said)
 
     def _cutoff(self, detail: str) -> None:
         """Fail the current question at a depth limit (``recursion-limit``); returns ``None``."""
@@ -109,6 +111,19 @@ class Resolver:
     def _fail(self, reason: str, detail: str, path: str | None = None) -> None:
         """Record why the current question has no answer; returns ``None`` for ``return``."""
         self.why = (reason, detail, path)
+        return None
+
+    def _opaque_fail(self, detail: str, reason: str = "receiver-unresolved", path: str | None = None) -> None:
+        """Fail at a value that is not followed (a detail of :mod:`pp_attr_lint.value_words`)."""
+        self._opaque.add(detail)
+        return self._fail(reason, detail, path)
+
+    def _local_fail(self, head: str, desc: tuple) -> None:
+        """Fail at local ``head`` bound to ``desc``, naming ``head`` where the reason met is an unread value."""
+        if desc[0] in ("unknown", "import"):
+            return self._opaque_fail(name_detail(head, desc))
+        if desc[0] == "call" and self.why is not None and self.why[1] in self._opaque:
+            return self._opaque_fail(call_detail(head, desc[1], self.why[1]), self.why[0], self.why[2])
         return None
 
     def _missing(self, module: str) -> None:
@@ -137,8 +152,7 @@ class Resolver:
         """Resolve ``name`` as seen at the top level of ``module``.
 
         Returns ``("class", module, name)``, ``("module", name)``, ``("external", qualified_name)``
-        or ``None`` when the name is not found or not understood.
-        """
+        or ``None`` when the name is not found or not understood."""
         key = (module, name)
         if key in self._lookup_memo:
             got = self._lookup_memo[key]
@@ -237,9 +251,7 @@ class Resolver:
         return False
 
     def _module_or_external(self, absm: str) -> tuple:
-        if self.src.summary(absm) is not None:
-            return ("module", absm)
-        return ("external", absm)
+        return ("module", absm) if self.src.summary(absm) is not None else ("external", absm)
 
     def resolve_dotted(self, module: str, dotted: str, depth: int = 0) -> tuple | None:
         """Resolve ``a.b.C`` as written in ``module`` (see :meth:`lookup` for the result)."""
@@ -252,23 +264,17 @@ class Resolver:
                 parent = sym[1]
                 sym = self.lookup(parent, part, depth + 1)
                 if sym is None:
-                    why = self.why
-                    if self.src.summary(f"{parent}.{part}") is not None:
-                        sym = ("module", f"{parent}.{part}")
-                    else:
-                        self.why = why
+                    why = self.why  # kept when no submodule of that name exists either
+                    sym = ("module", f"{parent}.{part}") if self.src.summary(f"{parent}.{part}") is not None else None
+                    self.why = why
             elif sym[0] == "external":
                 sym = ("external", f"{sym[1]}.{part}")
             elif sym[0] == "class" and f"{sym[2]}.{part}" in (self.src.summary(sym[1]) or {}).get("classes", {}):
                 sym = ("class", sym[1], f"{sym[2]}.{part}")  # a nested class
             else:
                 return self._fail("receiver-unresolved", f"`{dotted}` reads an attribute of a class or function")
-        if (
-            sym is not None
-            and sym[0] == "class"
-            and self._known_external(f"{sym[1]}.{sym[2]}", exact=True)
-            and not self.src.in_checked_root(sym[1])
-        ):
+        if sym is not None and sym[0] == "class" and self._known_external(f"{sym[1]}.{sym[2]}", exact=True) \
+                and not self.src.in_checked_root(sym[1]):
             # torch.nn.Module and friends stay what the rule says they are when their source is
             # only reachable through --src (a site-packages folder); a copy that sits beside the
             # checked code is read like the rest of it
@@ -276,9 +282,7 @@ class Resolver:
         return sym
 
     def resolve_class(self, module: str, dotted: str | None) -> ClassKey | None:
-        if dotted is None:
-            return None
-        sym = self.resolve_dotted(module, dotted)
+        sym = self.resolve_dotted(module, dotted) if dotted is not None else None
         if sym is not None and sym[0] == "class":
             return (sym[1], sym[2])
         if sym is not None and sym[0] == "external":
@@ -334,8 +338,7 @@ class Resolver:
         self._mro[key] = "computing"
         try:
             rec = self.class_record(key)
-            base_mros = []
-            bases = []
+            base_mros, bases = [], []
             for b in rec["bases"]:
                 if b is None:
                     raise Unresolved("dynamic-class", f"{key[1]} has a base that is not a plain name")
@@ -446,8 +449,7 @@ class Resolver:
         """The ``__init__`` methods that run when ``key`` is instantiated, in call order.
 
         Returns ``[(defining_class, method_scope), ...]``.  Raises :class:`Unresolved` when a call
-        in the chain is not understood.
-        """
+        in the chain is not understood."""
         mro = self.mro(key)
         out: list[tuple[ClassKey, dict]] = []
         seen: set[ClassKey] = set()
@@ -653,7 +655,7 @@ class Resolver:
                             continue
                         cands = self.value_candidates(d, entry[0], entry, scope, depth + 1, inst=key)
                         if cands is None:
-                            return None
+                            return self._opaque_fail(attribute_detail(entry[1], attr, d)) if d[0] == "unknown" else None
                         found |= cands
                         wheres.append(Where(entry[0], self.src.path(entry[0]), line, f"{entry[1]}.{attr}"))
         # a class-level annotation (`model: nn.Module` on a mixin) says what the attribute holds
@@ -753,7 +755,7 @@ class Resolver:
             return self.resolve_ann(module, desc[1])
         if kind == "ref":
             return self.chain_candidates(desc[1], module, cls, scope, depth + 1)
-        return self._fail("receiver-unresolved", "a value that is not a call, a name or an attribute chain")
+        return self._opaque_fail(value_text(desc))
 
     def local_classes(self, head: str, module: str, scope: dict) -> set[ClassKey] | None:
         """The classes local name ``head`` of function scope ``scope`` (of ``module``) is bound to,
@@ -916,8 +918,7 @@ class Resolver:
         if not table or arch not in table or len(table[arch]) != 1:
             return None
         (mod, clsname), = table[arch]
-        ck = self.resolve_class(mod, clsname) if self.src.summary(mod) is not None else None
-        return ck
+        return self.resolve_class(mod, clsname) if self.src.summary(mod) is not None else None
 
     def chain_candidates(self, chain: tuple[str, ...], module: str, cls: ClassKey | None, scope: dict | None, depth: int = 0) -> set[ClassKey] | None:
         """Classes the receiver ``chain`` (``("self", "language_model")``) may be, read inside
@@ -941,7 +942,7 @@ class Resolver:
                     return self._fail("receiver-unresolved", f"`{head}` is re-bound from itself")
                 c = self.value_candidates(d, module, cls, scope, depth + 1)
                 if c is None:
-                    return None
+                    return self._local_fail(head, d)
                 current |= c
             if not current - {NONE_KEY}:
                 return self._fail("receiver-unresolved", f"`{head}` is only ever None")

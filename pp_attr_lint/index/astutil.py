@@ -46,6 +46,16 @@ class _FieldTable(dict):
 _CHILD_FIELDS: dict[type, tuple | None] = _FieldTable()
 
 
+def short_source(node: ast.AST, limit: int = 48) -> str | None:
+    """The source of expression ``node`` on one line, cut to ``limit`` characters (``...`` at the
+    end); ``None`` when ``ast.unparse`` cannot print it."""
+    try:
+        text = " ".join(ast.unparse(node).split())
+    except Exception:  # noqa: BLE001 - a hand-made tree ast cannot print
+        return None
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def _child_fields(cls: type) -> tuple | None:
     """``((field, is_list), ...)``: the fields of node class ``cls`` that can hold nodes
     :func:`walk` visits, in ``_fields`` order, read from the ASDL signature that CPython puts in

@@ -6,6 +6,10 @@ with :mod:`marshal`.  It holds everything the resolver needs from a file and not
 * ``imports``: local name -> ``(module, name_or_None, level)``.  ``import a.b as c`` gives
   ``c -> ("a.b", None, 0)``; ``import a.b`` binds ``a -> ("a", None, 0)``; ``from .x import Y as Z``
   gives ``Z -> ("x", "Y", 1)``.
+* ``import_paths``: the dotted names of the module-level ``import a.b.c`` statements (``a.b.c``,
+  also under ``as``): each of them and every prefix of it is a module or package.
+  ``plain_imports``: the names bound more than once at module level (in ``rebound``) only by
+  ``import name...`` statements without ``as`` (each binds package ``name``).
 * ``aliases``: module-level ``X = some.dotted.Name`` (a class alias).
 * ``tables``: module-level dict literals whose values are tuples of two or more strings (vLLM's
   registry tables ``{"Arch": ("module", "Class")}``; vllm-omni 0.30.0's ``_OMNI_MODELS``
@@ -39,7 +43,11 @@ Values of assignments are *value descriptors*, small tuples:
   function.
 * ``("none",)`` -- the constant ``None`` (also added for ``a or b``, which is ``b`` when ``a``
   is falsy).
-* ``("unknown",)`` -- anything else.
+* ``("unknown", why, ...)`` -- anything else, ``why`` saying what for messages: ``"expr", text``
+  (its source, shortened), ``"param", function`` (a nested function's, ``""``: a lambda's),
+  ``"import", module, path`` (``import path [as x]`` in the function binds ``module``), ``"def",
+  name``, or a name bound by ``"unpacked"``, ``"loop"``, ``"with"``, ``"except"``,
+  ``"augmented"`` (``+=``), ``"global"``; ``("unknown",)`` says no more.
 
 Positions are 1-based lines and 0-based *character* columns (``ast`` gives UTF-8 byte offsets;
 they are converted here so that they match libcst and ruff's JSON).
@@ -52,13 +60,21 @@ from itertools import chain as _iter_chain
 from typing import Any
 
 # child_nodes and statements_on_lines are imported here for the callers that still name this module
-from .astutil import child_nodes, dotted_name, ref_chain, statements_on_lines, walk  # noqa: F401
+from .astutil import child_nodes, dotted_name, ref_chain, short_source, statements_on_lines, walk  # noqa: F401
 from .spec import IndexSpec, LineIndex
 from .view import ModuleView, set_active
 
 _chain = _iter_chain.from_iterable
 UNKNOWN = ("unknown",)
 NONE = ("none",)
+# a name bound without a value of its own, by the statement's type -> the ``why`` of its descriptor
+_BOUND_BY = {ast.For: "loop", ast.AsyncFor: "loop", ast.comprehension: "loop", ast.With: "with",
+             ast.AsyncWith: "with", ast.Assign: "unpacked"}
+
+
+def _expr(node: ast.AST) -> tuple:
+    text = short_source(node)
+    return UNKNOWN if text is None else ("unknown", "expr", text)
 
 
 def _str_list(node: ast.AST) -> list[str] | None:
@@ -85,7 +101,7 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
     if isinstance(node, ast.Call):
         callee = dotted_name(node.func)
         if callee is None:
-            return [UNKNOWN]
+            return [_expr(node)]
         kwargs = {}
         consts = {}
         for kw in node.keywords:
@@ -105,7 +121,7 @@ def value_descriptors(node: ast.AST | None) -> list[tuple]:
     chain = ref_chain(node)
     if chain is not None:
         return [("ref", chain)]
-    return [UNKNOWN]
+    return [_expr(node)]
 
 
 def annotation_name(node: ast.AST | None) -> str | None:
@@ -168,10 +184,12 @@ class _Summarizer:
             "functions": {},
             "reads": [],
             "star_imports": [],
+            "import_paths": [],
             "stores": [],  # (receiver chain or None, attr, class, function line) of `x.attr = ...`
         }
         self._cls: str | None = None
         self._bindings: dict[str, int] = {}
+        self._plain: dict[str, int] = {}  # name -> module-level `import name...` (no `as`) binding it
         self._globals: set[str] = set()
 
     # -- module level ------------------------------------------------------------------------
@@ -181,6 +199,9 @@ class _Summarizer:
         # a name bound more than once at module level (a class and a later alias, `try: import
         # ... except ImportError: import ...`, `global` in a function) is not one thing
         self.summary["rebound"] = sorted(n for n, c in self._bindings.items() if c > 1) + sorted(self._globals)
+        # rebound names only ever bound by `import name.x`, `import name.y`: package `name` each time
+        self.summary["plain_imports"] = sorted(n for n, c in self._bindings.items()
+                                               if c > 1 and self._plain.get(n) == c and n not in self._globals)
         return self.summary
 
     def _bind(self, names) -> None:
@@ -217,11 +238,13 @@ class _Summarizer:
             self._bind([stmt.name])
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
+                s["import_paths"].append(a.name)
                 if a.asname:
                     s["imports"][a.asname] = (a.name, None, 0)
                 else:
                     top = a.name.split(".")[0]
                     s["imports"][top] = (top, None, 0)
+                    self._plain[top] = self._plain.get(top, 0) + 1
         elif isinstance(stmt, ast.ImportFrom):
             for a in stmt.names:
                 if a.name == "*":
@@ -436,12 +459,13 @@ class _Summarizer:
                 if not isinstance(sub, ast.Lambda):
                     self._nested.append(sub)
                 a = sub.args
+                param = ("unknown", "param", "" if isinstance(sub, ast.Lambda) else sub.name)
                 for p in a.posonlyargs + a.args + a.kwonlyargs + [x for x in (a.vararg, a.kwarg) if x]:
-                    scope["locals"].setdefault(p.arg, []).append(UNKNOWN)
+                    scope["locals"].setdefault(p.arg, []).append(param)
                 if not isinstance(sub, ast.Lambda):
-                    scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
+                    scope["locals"].setdefault(sub.name, []).append(("unknown", "def", sub.name))
             elif isinstance(sub, ast.ExceptHandler) and sub.name:
-                scope["locals"].setdefault(sub.name, []).append(UNKNOWN)
+                scope["locals"].setdefault(sub.name, []).append(("unknown", "except"))
             elif isinstance(sub, ast.ImportFrom):
                 for a in sub.names:
                     # `from .pool import Pool` inside the function: the imported name
@@ -449,10 +473,11 @@ class _Summarizer:
                     scope["locals"].setdefault(a.asname or a.name, []).append(desc)
             elif isinstance(sub, ast.Import):
                 for a in sub.names:
-                    scope["locals"].setdefault((a.asname or a.name).split(".")[0], []).append(UNKNOWN)
+                    desc = ("unknown", "import", a.name if a.asname else a.name.split(".")[0], a.name)
+                    scope["locals"].setdefault((a.asname or a.name).split(".")[0], []).append(desc)
             elif isinstance(sub, (ast.Global, ast.Nonlocal)):
                 for n in sub.names:
-                    scope["locals"].setdefault(n, []).append(UNKNOWN)
+                    scope["locals"].setdefault(n, []).append(("unknown", "global"))
                 if isinstance(sub, ast.Global):
                     self._globals.update(sub.names)  # the function may rebind a module-level class
             elif isinstance(sub, ast.Call):
@@ -697,9 +722,13 @@ def _target_descs(stmt: ast.AST, value: ast.AST | None, annotation: ast.AST | No
     """Value descriptors of one assignment target: unknown for ``x += ...``, the annotated class
     for ``x: Cls = ...``, else what the value may be."""
     if isinstance(stmt, ast.AugAssign):
-        return [UNKNOWN]
+        return [("unknown", "augmented")]
     ann = annotation_name(annotation)
-    return [("ann", ann)] if ann is not None else value_descriptors(value)
+    if ann is not None:
+        return [("ann", ann)]
+    if value is None and type(stmt) in _BOUND_BY:  # a target without a value of its own: what binds it
+        return [("unknown", _BOUND_BY[type(stmt)])]
+    return value_descriptors(value)
 
 
 def scopes_by_line(summary: dict) -> dict[tuple[str | None, int], dict]:

@@ -103,9 +103,11 @@ class RuleRunner:
             return None  # under `hasattr(receiver, "start_layer")` or `except AttributeError`: cannot raise
         if not chain:
             return unjudged("receiver-unresolved", "the receiver is an expression, not a name or attribute chain")
+        if (scope is not None or read["function"] is None) and self._names_module(st, chain, cls, scope):
+            return None  # `vllm.model_executor.layers`: an attribute of a module, not of a model
         if scope is None:
             if read["function"] is None and len(chain) >= 1:
-                return unjudged("receiver-unresolved", "a read at module or class level")
+                return unjudged(*self._module_level_why(st, chain))
             return unjudged("receiver-unresolved", "the enclosing function is not understood")
         if len(chain) == 1 and chain[0] == scope.get("self"):
             return None  # `self.start_layer`: the enclosing class is what it is
@@ -154,6 +156,84 @@ class RuleRunner:
         except Unresolved as e:
             return unjudged(e.reason, e.detail, e.path)
         return self._finding(st, read, sorted(cands), common)
+
+    def _names_module(self, st: FileState, chain: list, cls: str | None, scope: dict | None) -> bool:
+        """Whether the receiver ``chain`` of a read in ``st`` (in function ``scope``; at module or
+        class level when ``None``, in class ``cls`` or none) names a module or package: its first
+        name is bound by an import of a module (``import a.b``, ``import a.b as c``, at module level
+        or in the function, or ``from a import b`` at module level where ``a.b`` is a module of the
+        tree, ``--src`` or the environment), and each further name is a submodule there (one the
+        package binds to anything else is not); or, where a package on the way is not found, the
+        chain is ``a.b`` itself or a package on the way to it, of that ``import a.b...`` statement's
+        path (Python imports each package of it).  A name that something else may bind (a
+        parameter, another local, the class body, a star import, a second module-level binding) is
+        no module (``import a.x`` and ``import a.y`` both bind ``a`` to package ``a``: that is one)."""
+        head = chain[0]
+        summary = st.summary
+        r = self.resolver
+        if scope is not None and (head in scope["params"] or head == scope.get("self")):
+            return False
+        why = r.why
+        try:
+            if scope is not None and head in scope["locals"]:
+                descs = scope["locals"][head]
+                if any(d[:2] != ("unknown", "import") or len(d) < 4 for d in descs) or len({d[2] for d in descs}) != 1:
+                    return False
+                root: tuple | None = ("module", descs[0][2]) if r.src.summary(descs[0][2]) is not None \
+                    else ("external", descs[0][2])
+                return self._module_path(root, chain, [d[3] for d in descs])
+            crec = summary["classes"].get(cls) if cls else None
+            imp = summary["imports"].get(head)
+            if imp is None or (scope is None and crec is not None and head in crec["body_names"]):
+                return False
+            if head in summary.get("plain_imports", ()) and imp == (head, None, 0):
+                root = ("module", head) if r.src.summary(head) is not None else ("external", head)
+            else:
+                root = r.lookup(st.module, head)
+            if root is not None and root[0] == "external" and imp[1] is not None:
+                return False  # `from a import b` of a package not found: `b` may be any object
+            return self._module_path(root, chain, summary.get("import_paths", ()))
+        finally:
+            r.why = why
+
+    def _module_level_why(self, st: FileState, chain: list) -> tuple[str, str]:
+        """``(reason, detail)`` of a read at module or class level that is not judged: when its
+        first name is imported from a module the run does not find (``from scipy import stats``
+        without scipy), ``module-not-found`` naming it (with it, :meth:`_names_module` can tell)."""
+        r = self.resolver
+        why = r.why
+        sym = r.lookup(st.module, chain[0]) if chain[0] in st.summary["imports"] else None
+        r.why = why
+        if sym is not None and sym[0] == "external":
+            dotted = ".".join(chain)
+            what = f"module `{sym[1]}`" if sym[1] == chain[0] else f"`{chain[0]}` (`{sym[1]}`)"
+            return ("module-not-found", f"`{dotted}` is read at module or class level, and {what} is not found: "
+                    f"whether `{dotted}` is a module or an object cannot be told")
+        return ("receiver-unresolved", "a read at module or class level")
+
+    def _module_path(self, sym: tuple | None, chain: list, paths) -> bool:
+        """The walk of :meth:`_names_module` from ``sym`` (what ``chain[0]`` is: a ``lookup`` result
+        of the resolver), ``paths`` the dotted paths of the ``import`` statements that may say that
+        a package not found is one.  It may leave the resolver's ``why`` changed."""
+        r = self.resolver
+        if sym is None or sym[0] not in ("module", "external"):
+            return False
+        mod = sym[1]
+        for i, part in enumerate(chain[1:], 1):
+            if sym[0] == "external" or r.src.summary(mod) is None:
+                mod = ".".join([mod, *chain[i:]])
+                break
+            got = r.lookup(mod, part)
+            if got is None and r.src.summary(f"{mod}.{part}") is not None:
+                got = ("module", f"{mod}.{part}")
+            if got is None or got[0] != "module":
+                return False
+            sym, mod = got, got[1]
+        else:
+            if sym[0] == "module":
+                return True
+        # a package not found: the path of an `import` statement says what it is
+        return any(p == mod or p.startswith(mod + ".") for p in paths)
 
     def _declares(self, key: ClassKey, attr: str) -> bool:
         """Whether ``key``'s own class body or one of its methods sets or declares ``attr`` (a
