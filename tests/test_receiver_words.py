@@ -176,7 +176,7 @@ def test_an_unread_receiver_says_what_it_is(tmp_path):
            "signature",
         22: "`out` is the result of `self.build(...)`, whose class cannot be told: `a` is unpacked from a tuple "
             "or other iterable (`a, b = ...`); may help: a return annotation on `build`, or `out: Cls = ...`",
-        26: "`m` is the expression `d['x']`, whose class is not followed; may help: `m: Cls = ...`",
+        26: '`m` is the expression `d["x"]`, whose class is not followed; may help: `m: Cls = ...`',
         30: "`it` is a loop variable; may help: an annotation `it: Cls` before the loop",
         36: "`model` is the result of `Qwen.from_pretrained(...)`, called on what `from eng import Qwen` in the "
             "function binds: its result is not followed; may help: `model: Cls = ...`",

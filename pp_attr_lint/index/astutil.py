@@ -188,3 +188,71 @@ def module_classes(tree: ast.Module):
         elif isinstance(n, (ast.If, ast.Try)):
             handlers = [s for h in getattr(n, "handlers", ()) for s in h.body]
             todo[:0] = [*n.body, *n.orelse, *getattr(n, "finalbody", ()), *handlers]
+
+
+def source_segment(lines, node: ast.AST, limit: int = 48) -> str | None:
+    """The source of ``node`` on one line (whitespace runs as one space), cut to ``limit``
+    characters (``...`` at the end), read from ``lines`` (a :class:`~pp_attr_lint.index.spec.LineIndex` of its module); ``None`` when it has no position."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first < 0 or last >= len(lines.lines):
+        return None
+    start, end = lines.col(node.lineno, node.col_offset), lines.col(node.end_lineno, node.end_col_offset)
+    if first == last:
+        raw = lines.lines[first][start:end]
+    else:
+        parts, size = [lines.lines[first][start:]], 0
+        for i in range(first + 1, last + 1):
+            size += len(parts[-1])
+            if size > 4 * limit:
+                break
+            parts.append(lines.lines[i][:end] if i == last else lines.lines[i])
+        raw = "".join(parts)
+    text = " ".join(raw.split())
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def raises_attribute_error_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a function's body (after its docstring) is one ``raise AttributeError(...)``
+    (``torch.nn.Module.__getattr__`` for a name it does not hold): as ``__getattr__`` it answers
+    no attribute."""
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
+        else fn.body
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    exc = body[0].exc
+    if isinstance(exc, ast.Call):
+        if any(isinstance(a, ast.Starred) for a in exc.args) or exc.keywords:
+            return False
+        exc = exc.func
+    return isinstance(exc, ast.Name) and exc.id == "AttributeError"
+
+
+def answers_held_names_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether a ``__getattr__(self, name)`` returns only under a test ``name in <container>``
+    and ends in ``raise AttributeError(...)``: it answers only the names held in the instance's
+    containers (its registered parameters, buffers and submodules), as ``torch.nn.Module``'s
+    and MindSpore's ``Cell.__getattr__`` (mindspore/nn/cell.py) do, and raises for any other.
+    Its body (after a docstring) is ``if`` statements without ``else`` holding assignments,
+    such ``if`` statements and ``return``s, then the ``raise``."""
+    args = fn.args.posonlyargs + fn.args.args
+    if len(args) != 2:
+        return False
+    name = args[1].arg
+    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
+        else fn.body
+    if not body or not isinstance(body[-1], ast.Raise) or body[-1].exc is None:
+        return False
+    exc = body[-1].exc.func if isinstance(body[-1].exc, ast.Call) else body[-1].exc
+    if not (isinstance(exc, ast.Name) and exc.id == "AttributeError"):
+        return False
+
+    stmts = [n for st in body[:-1] for n in ast.walk(st) if isinstance(n, ast.stmt)]
+    if any(not (isinstance(n, ast.If) and not n.orelse) and not isinstance(n, ast.Return)
+           and not (isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets)) for n in stmts):
+        return False
+    # the returns inside an `if name in <container>:` (every statement is one of those `if`s, an
+    # assignment or a return, so a return is in that block or in none)
+    held = {id(r) for n in stmts if isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
+            and isinstance(n.test.left, ast.Name) and n.test.left.id == name and len(n.test.ops) == 1
+            and isinstance(n.test.ops[0], ast.In) for st in n.body for r in ast.walk(st) if isinstance(r, ast.Return)}
+    return all(id(n) in held for n in stmts if isinstance(n, ast.Return))

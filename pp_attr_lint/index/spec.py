@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-SUMMARY_VERSION = 27  # bump when the summary format of pp_attr_lint.index.summary changes
+SUMMARY_VERSION = 28  # bump when the summary format of pp_attr_lint.index.summary changes
 # where a summary keeps the facts of the rank collector (pp_attr_lint.semantic.values.collect), which the
 # placeholder rules share: one key for the collector and the rules
 RANK_FACTS_KEY = "pp-ranks"

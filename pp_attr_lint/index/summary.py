@@ -60,7 +60,8 @@ from itertools import chain as _iter_chain
 from typing import Any
 
 # child_nodes and statements_on_lines are imported here for the callers that still name this module
-from .astutil import child_nodes, dotted_name, ref_chain, short_source, statements_on_lines, walk  # noqa: F401
+from .astutil import (answers_held_names_only, child_nodes, dotted_name, raises_attribute_error_only,  # noqa: F401
+                      ref_chain, short_source, source_segment, statements_on_lines, walk)
 from .spec import IndexSpec, LineIndex
 from .view import ModuleView, set_active
 
@@ -72,8 +73,15 @@ _BOUND_BY = {ast.For: "loop", ast.AsyncFor: "loop", ast.comprehension: "loop", a
              ast.AsyncWith: "with", ast.Assign: "unpacked"}
 
 
+# the lines of the module being summarized (set by :func:`summarize`): an expression's text is
+# sliced from them, which costs far less than ``ast.unparse`` over the thousands of values a tree
+# assigns (0.6 s of a profiled check of vLLM 0.21.0)
+_SOURCE: list = [None]
+
+
 def _expr(node: ast.AST) -> tuple:
-    text = short_source(node)
+    lines = _SOURCE[0]
+    text = source_segment(lines, node) if lines is not None and hasattr(node, "end_lineno") else short_source(node)
     return UNKNOWN if text is None else ("unknown", "expr", text)
 
 
@@ -417,9 +425,9 @@ class _Summarizer:
         scope["return_ann"] = annotation_name(fn.returns)
         if fn.name == "__new__" and cls is not None:
             scope["new_benign"] = _new_is_benign(fn, self.attrs, view.walk(fn))
-        if fn.name == "__getattr__" and cls is not None and _raises_attribute_error_only(fn):
+        if fn.name == "__getattr__" and cls is not None and raises_attribute_error_only(fn):
             scope["raises_only"] = True  # answers no name: adds no attribute
-        elif fn.name == "__getattr__" and cls is not None and _answers_held_names_only(fn):
+        elif fn.name == "__getattr__" and cls is not None and answers_held_names_only(fn):
             scope["held_only"] = True  # answers only the names the instance's containers hold
         return scope
 
@@ -795,53 +803,6 @@ def _vars_of_other(call: ast.Call, scope: dict) -> bool:
     return isinstance(arg, ast.Attribute) and ref_chain(arg) is not None and arg.attr != "__dict__"
 
 
-def _raises_attribute_error_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a function's body (after its docstring) is one ``raise AttributeError(...)``
-    (``torch.nn.Module.__getattr__`` for a name it does not hold): as ``__getattr__`` it answers
-    no attribute."""
-    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
-        else fn.body
-    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
-        return False
-    exc = body[0].exc
-    if isinstance(exc, ast.Call):
-        if any(isinstance(a, ast.Starred) for a in exc.args) or exc.keywords:
-            return False
-        exc = exc.func
-    return isinstance(exc, ast.Name) and exc.id == "AttributeError"
-
-
-def _answers_held_names_only(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether a ``__getattr__(self, name)`` returns only under a test ``name in <container>``
-    and ends in ``raise AttributeError(...)``: it answers only the names held in the instance's
-    containers (its registered parameters, buffers and submodules), as ``torch.nn.Module``'s
-    and MindSpore's ``Cell.__getattr__`` (mindspore/nn/cell.py) do, and raises for any other.
-    Its body (after a docstring) is ``if`` statements without ``else`` holding assignments,
-    such ``if`` statements and ``return``s, then the ``raise``."""
-    args = fn.args.posonlyargs + fn.args.args
-    if len(args) != 2:
-        return False
-    name = args[1].arg
-    body = fn.body[1:] if fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant) \
-        else fn.body
-    if not body or not isinstance(body[-1], ast.Raise) or body[-1].exc is None:
-        return False
-    exc = body[-1].exc.func if isinstance(body[-1].exc, ast.Call) else body[-1].exc
-    if not (isinstance(exc, ast.Name) and exc.id == "AttributeError"):
-        return False
-
-    stmts = [n for st in body[:-1] for n in ast.walk(st) if isinstance(n, ast.stmt)]
-    if any(not (isinstance(n, ast.If) and not n.orelse) and not isinstance(n, ast.Return)
-           and not (isinstance(n, ast.Assign) and all(isinstance(t, ast.Name) for t in n.targets)) for n in stmts):
-        return False
-    # the returns inside an `if name in <container>:` (every statement is one of those `if`s, an
-    # assignment or a return, so a return is in that block or in none)
-    held = {id(r) for n in stmts if isinstance(n, ast.If) and isinstance(n.test, ast.Compare)
-            and isinstance(n.test.left, ast.Name) and n.test.left.id == name and len(n.test.ops) == 1
-            and isinstance(n.test.ops[0], ast.In) for st in n.body for r in ast.walk(st) if isinstance(r, ast.Return)}
-    return all(id(n) in held for n in stmts if isinstance(n, ast.Return))
-
-
 def _bound_names(stmt: ast.stmt) -> list[str]:
     """Names a module-level statement binds."""
     if isinstance(stmt, ast.Import):
@@ -922,7 +883,11 @@ def summarize(source: str, spec: IndexSpec | frozenset, filename: str = "<unknow
         raise SyntaxError(str(e)) from None
     view = ModuleView(tree)
     summarizer = _Summarizer(source, spec.attrs, view)
-    summary = summarizer.run(tree)
+    _SOURCE[0] = summarizer.lines
+    try:
+        summary = summarizer.run(tree)
+    finally:
+        _SOURCE[0] = None
     facts = {}
     held = []
     gates = spec.collector_gates or (None,) * len(spec.collectors)
