@@ -117,7 +117,7 @@ def hook_callables(tree, lines) -> dict:
         if not isinstance(cls, ast.ClassDef):
             continue
         init = next((m for m in cls.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
-        if init is None or not any(F.PP_HOOK in ln for ln in lines.lines[init.lineno - 1:init.end_lineno]):
+        if init is None or F.PP_HOOK not in lines.span(init):
             continue  # no assignment of the hook (its name is not in the text): nothing to walk
         settings: set = set()
         flow = FunctionGuards(init, lines, cls=cls.name, atom_of=lambda t: _setting_atom(t, settings))

@@ -541,7 +541,7 @@ def config_id_reads(tree, lines) -> list:
     out = []
 
     def source(node):
-        return "".join(lines.lines[node.lineno - 1:node.end_lineno])
+        return lines.span(node)
 
     for cls in module_classes(tree):
         methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]

@@ -271,7 +271,7 @@ def draft_built(tree, lines) -> list[str]:
         if not isinstance(node, ast.ClassDef):
             continue
         init = next((m for m in node.body if isinstance(m, ast.FunctionDef) and m.name == "__init__"), None)
-        if init is None or want[-1] not in "".join(lines.lines[init.lineno - 1:init.end_lineno]):
+        if init is None or want[-1] not in lines.span(init):
             continue
         flow = FunctionGuards(init, lines, cls=node.name)
         for sub in ast.walk(init):

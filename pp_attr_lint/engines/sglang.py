@@ -333,8 +333,7 @@ class SglangEngine(Service):
                 if k[1] in F.MODULE_CLASSES:
                     return parameter in F.MODULE_FORWARD_PARAMETERS
                 continue  # an attribute-less base (object, Protocol, ...): no forward of its own
-            got = self.m.reader.module_parsed(k[0])
-            node = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == k[1]), None) if got else None
+            node = self.m.reader.class_node(k)
             if node is None:
                 return None  # a nested class, or a file that does not parse
             for n in fast_walk(node):

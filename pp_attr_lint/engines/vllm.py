@@ -517,8 +517,7 @@ class VllmEngine(Service):
         for k in mro:
             if k == (EXTERNAL, "builtins.object"):
                 continue
-            got = self.m.reader.module_parsed(k[0]) if k[0] != EXTERNAL else None
-            node = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == k[1]), None) if got else None
+            node = self.m.reader.class_node(k) if k[0] != EXTERNAL else None
             if node is None:
                 return None
             classes.append(node)

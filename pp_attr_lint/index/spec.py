@@ -30,6 +30,10 @@ class LineIndex:
     def text(self, lineno: int) -> str:
         return self.lines[lineno - 1] if 0 < lineno <= len(self.lines) else ""
 
+    def span(self, node) -> str:
+        """The whole lines ``node`` (an ``ast`` node with a position) stands on, joined."""
+        return "".join(self.lines[node.lineno - 1:node.end_lineno])
+
 
 @dataclass(frozen=True)
 class IndexSpec:

@@ -171,14 +171,14 @@ def layer_stores(c, lines) -> dict:
     ``attr`` that a ``make_layers`` call is assigned to, in a method of class ``c``, with the class
     the ``make_layers`` lambda builds (``lambda prefix: Layer(...)``); ``None`` for any other store
     of it.  Only the methods whose text names ``self.attr`` are walked."""
-    attrs = set(_LIST_STORE.findall("".join(lines.lines[c.lineno - 1:c.end_lineno])))
+    attrs = set(_LIST_STORE.findall(lines.span(c)))
     if not attrs:
         return {}
     named = re.compile(r"self\.(?:%s)\b" % "|".join(map(re.escape, sorted(attrs))))
     out: dict = {}
     for m in c.body:
         if not isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) \
-                or not named.search("".join(lines.lines[m.lineno - 1:m.end_lineno])):
+                or not named.search(lines.span(m)):
             continue
         for n in own_subtree(m):
             if isinstance(n, ast.Assign):

@@ -359,7 +359,7 @@ class CallContext(Service):
         got = self.m.reader.module_parsed(owner[0])
         if got is None:
             return None
-        cnode = next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == owner[1]), None)
+        cnode = self.m.reader.class_node(owner)
         fn = next((n for n in cnode.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
                    and n.name == fname), None) if cnode is not None else None
         return None if fn is None else (owner, cnode, fn, got[3])

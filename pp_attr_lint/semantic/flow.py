@@ -14,6 +14,7 @@ nested functions called by name.  A subclass records what it needs through the h
 from __future__ import annotations
 
 import ast
+from contextlib import contextmanager
 
 from ..index.astutil import child_nodes, dotted_name, ref_chain
 from ..index.astutil import walk as fast_walk
@@ -147,10 +148,18 @@ class FlowWalker:
         """Walk ``body``, the statements of ``node`` (a nested function that is stored or handed
         out rather than called here by name, or a ``Lambda`` a call of a nested function sits in),
         as a body that runs only when it is called later: :meth:`deferred` names ``node`` meanwhile."""
+        with self._deferring(node):
+            self.block(body, guard, guarded, protected, loops)
+
+    @contextmanager
+    def _deferring(self, node):
+        """While walking the body of ``node`` (a lambda or a stored nested function), which runs
+        only when something calls it later, if at all: :meth:`deferred` names it, and what is
+        walked may be skipped by a call (``maybe``)."""
         self.deferring.append(node)
         self.maybe += 1
         try:
-            self.block(body, guard, guarded, protected, loops)
+            yield
         finally:
             self.maybe -= 1
             self.deferring.pop()
@@ -344,13 +353,8 @@ class FlowWalker:
                 self.expr(e, g, frozenset(chains), protected, inner)
             return
         if isinstance(node, ast.Lambda):
-            self.maybe += 1  # its body runs where it is called, if at all
-            self.deferring.append(node)
-            try:
+            with self._deferring(node):  # its body runs where it is called, if at all
                 self.expr(node.body, guard, guarded, protected, loops)
-            finally:
-                self.deferring.pop()
-                self.maybe -= 1
             return
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
             self.attribute(node, guard, guarded, protected, loops)
@@ -663,7 +667,7 @@ def raise_guards(tree: ast.Module, lines, wanted):
     for fn in fast_walk(tree):
         if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
-        body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+        body = lines.span(fn)
         if "pipeline_parallel_size" not in body or not wanted(body):
             continue
         w = ReturnWalker(lines, fn)

@@ -24,6 +24,7 @@ from ..resolve import Unresolved
 from ..textio import display_path
 from ..unjudged import MISSING_CODE
 from .flow import ReturnWalker, own_nodes
+from .loader import hands_dict
 from .guards import atoms, f_not, f_or, implies
 from .service import Service
 
@@ -31,10 +32,6 @@ TESTS, UNTESTED, UNREAD = "tests", "untested", "unread"
 UNREAD_REASON = "callee-unread"  # the reason code of :data:`pp_attr_lint.unjudged.REASONS`
 MAX_ATOMS = 16  # guards.satisfying enumerates at most this many atoms (more would count as implied)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
-
-
-def _before(a: tuple, b: tuple) -> bool:
-    return a < b
 
 
 def _stores(fn, name: str) -> list | None:
@@ -64,13 +61,13 @@ def _holds_at(test, ret, stores: list, loops: list) -> bool:
     t_end = _span(test)[1]
     r_at = _span(ret)[0]
     for s in stores:
-        if _before(s, t_end):
+        if s < t_end:
             continue  # before the test (a loop around both runs the test again after it)
-        if _before(s, r_at):
+        if s < r_at:
             return False
         for loop in loops:
             start, end = _span(loop)
-            inside = (lambda p: not _before(p, start) and not _before(end, p))
+            inside = (lambda p: start <= p <= end)
             if inside(s) and inside(r_at) and not inside(t_end):
                 return False
     return True
@@ -116,8 +113,7 @@ def returned_keys_tested(fn, dicts: set, lines) -> tuple[str, int, str]:
             continue
         if isinstance(value, (ast.IfExp, ast.BoolOp, ast.NamedExpr)):
             return UNREAD, ret.lineno, "the value it returns at this line is picked by a test"
-        if any(isinstance(c, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)
-               for c in fast_walk(value)):
+        if any(hands_dict(c, dicts) for c in fast_walk(value)):
             return UNREAD, ret.lineno, "the value it returns at this line comes from a call handed the dict"
         if not isinstance(value, ast.Name):
             return UNTESTED, ret.lineno, f"returns `{ast.unparse(value)[:60]}` without a test against the dict"

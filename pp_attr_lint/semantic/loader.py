@@ -165,8 +165,7 @@ class LoaderFunction:
         for node in self.assigns:
             if node.value is None:
                 continue
-            calls = [c for c in fast_walk(node.value) if isinstance(c, ast.Call)
-                     and any(isinstance(a, ast.Name) and a.id in dicts for a in c.args)]
+            calls = [c for c in fast_walk(node.value) if hands_dict(c, dicts)]
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = [n.id for t in targets for n in fast_walk(t) if isinstance(n, ast.Name)]
             for c in calls:
@@ -207,6 +206,12 @@ class LoaderFunction:
         """Whether a test at line ``guard`` can have run on the way to ``line``: not when it lies
         in a block and ``line`` in that block's ``else:``."""
         return not any(a <= guard <= b and c <= line <= d for a, b, c, d in self.apart)
+
+
+def hands_dict(node, dicts: set[str]) -> bool:
+    """Whether ``node`` is a call that hands one of the parameter dicts ``dicts`` as a
+    positional argument (``maybe_remap_kv_scale_name(name, params_dict)``)."""
+    return isinstance(node, ast.Call) and any(isinstance(a, ast.Name) and a.id in dicts for a in node.args)
 
 
 def callee_id(call: ast.Call, dicts: set[str]) -> tuple:
@@ -295,7 +300,7 @@ def parameter_lookups(tree, lines) -> dict:
     module_funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
     def text(c) -> str:
-        return "".join(lines.lines[c.lineno - 1:c.end_lineno])
+        return lines.span(c)
 
     texts = {c.name: text(c) for c in classes}
     layered = set()

@@ -87,7 +87,7 @@ def construction_failures(rf, tree, lines, module: str) -> list[Failure]:
     for c, f in _enclosing(tree):
         if f.name != "__init__":
             continue
-        if not any("assert" in text for text in lines.lines[f.lineno - 1:f.end_lineno]):
+        if "assert" not in lines.span(f):
             continue  # no `assert` statement in its lines: nothing to walk for
         guards = None
         for loop in ast.walk(f):

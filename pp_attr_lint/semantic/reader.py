@@ -112,6 +112,13 @@ class TreeReader(Service):
         path = self.ctx.project.path(module)
         return self.parsed(path, module) if path and self.read_bytes(path) is not None else None
 
+    def class_node(self, key):
+        """The top-level ``ClassDef`` of class ``key`` (``(module, name)``) in its module's tree
+        (:meth:`module_parsed`); ``None`` for a nested class, a module the project lacks or a file
+        that does not parse."""
+        got = self.module_parsed(key[0])
+        return next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == key[1]), None) if got else None
+
     def package_trees(self, top: str, *needles: bytes):
         """``(module, tree, lines)`` of the files of package ``top`` among :meth:`tree_files`
         ``(*needles)`` that parse (another package's code says nothing of this engine)."""

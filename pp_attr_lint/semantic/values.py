@@ -343,7 +343,7 @@ def placeholder_targets(tree: ast.Module, lines) -> frozenset[str]:
     out = set()
     for node in statements_on_lines(tree.body, marked):
         if isinstance(node, ast.Assign) \
-                and F.PLACEHOLDER_CLASS in "".join(lines.lines[node.value.lineno - 1:node.value.end_lineno]):
+                and F.PLACEHOLDER_CLASS in lines.span(node.value):
             out.update(t.attr for t in node.targets if isinstance(t, ast.Attribute))
     return frozenset(out)
 
@@ -384,7 +384,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
                                                    ".layers[", ".layers:", ".layers)", ".layers\n"})
 
     def worth(fn) -> bool:
-        body = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+        body = lines.span(fn)
         return any(t in body for t in triggers)
 
     def visit(body, cls):
@@ -406,7 +406,7 @@ def collect(tree: ast.Module, lines) -> dict | None:
     helpers = {}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and not node.decorator_list \
-                and "return False" in "".join(lines.lines[node.lineno - 1:node.end_lineno]):
+                and "return False" in lines.span(node):
             need = truthy_only_when(node, lines)
             if need is not None:
                 helpers[node.name] = need
@@ -447,9 +447,7 @@ class Values(Service):
         seen: set = set()
         out = []
         for entry in mro:
-            got = None if entry[0] == "<external>" else self.m.reader.module_parsed(entry[0])
-            node = None if got is None else next(
-                (c for c in got[2].body if isinstance(c, ast.ClassDef) and c.name == entry[1]), None)
+            node = None if entry[0] == "<external>" else self.m.reader.class_node(entry)
             if node is None:
                 continue
             for name, reads in lazy_reads(node, attr).items():

@@ -52,7 +52,7 @@ class MissingPPHook(Rule):
         for node in tree.body:
             if isinstance(node, ast.ClassDef) and any(
                     isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name != "__init__"
-                    and "__init__(" in "".join(lines.lines[m.lineno - 1:m.end_lineno]) for m in node.body):
+                    and "__init__(" in lines.span(m) for m in node.body):
                 helpers.append(node.name)  # a method besides __init__ may run a base __init__
             if isinstance(node, ast.ClassDef) and node.name == F.PP_PROTOCOL:
                 for st in node.body:

@@ -116,14 +116,14 @@ class IntermediateTensorKeys(Rule):
         for c in tree.body:
             if not isinstance(c, ast.ClassDef):
                 continue
-            if sends and F.PP_HOOK in "".join(lines.lines[c.lineno - 1:c.end_lineno]):
+            if sends and F.PP_HOOK in lines.span(c):
                 got = B.class_keys(c, lines)
                 if got is not None:
                     out.setdefault("keys", {})[c.name] = got
             fwd = next((m for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name == "forward"),
                        None)
             if fwd is not None:
-                body = "".join(lines.lines[fwd.lineno - 1:fwd.end_lineno])
+                body = lines.span(fwd)
                 if sends and "IntermediateTensors(" in body:
                     ns = B.none_sends(fwd, lines)
                     if ns:
@@ -135,7 +135,7 @@ class IntermediateTensorKeys(Rule):
                     if pos:
                         out.setdefault("returns", {})[c.name] = [fwd.lineno, pos]
             # layer lists are read in files that send (a base's list elsewhere: not established)
-            if sends and layers and "make_layers" in "".join(lines.lines[c.lineno - 1:c.end_lineno]):
+            if sends and layers and "make_layers" in lines.span(c):
                 st = B.layer_stores(c, lines)
                 if st:
                     out.setdefault("stores", {})[c.name] = st

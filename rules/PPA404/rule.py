@@ -90,7 +90,7 @@ def _collect(tree, lines) -> list:
         methods = {m.name: m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
         needs = {}
         for name, m in methods.items():
-            body = "".join(lines.lines[m.lineno - 1:m.end_lineno])
+            body = lines.span(m)
             if "is_last_rank" not in body and "is_first_rank" not in body:
                 continue  # no rank predicate: no precondition (and no walk)
             got = _precondition(m)
@@ -99,7 +99,7 @@ def _collect(tree, lines) -> list:
         if not needs:
             continue
         judge = InstanceState(cls, lines)
-        bodies = {name: "".join(lines.lines[m.lineno - 1:m.end_lineno]) for name, m in methods.items()}
+        bodies = {name: lines.span(m) for name, m in methods.items()}
         memo: dict[str, list] = {}
 
         def calls_of(name: str) -> list:

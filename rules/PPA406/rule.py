@@ -28,7 +28,7 @@ def _collect(tree, lines) -> list:
     out = []
 
     def text(node) -> str:
-        return "".join(lines.lines[node.lineno - 1:node.end_lineno])
+        return lines.span(node)
 
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
     for cls in module_classes(tree):

@@ -77,7 +77,7 @@ def _collect(tree, lines) -> list:
         if not helpers:
             continue
         for m in methods.values():
-            text = "".join(lines.lines[m.lineno - 1:m.end_lineno])
+            text = lines.span(m)
             if "is_last_rank" not in text or not any(f"self.{h}(" in text for h in helpers):
                 continue
             outputs: dict[str, str] = {}  # local name -> the model it holds the output of

@@ -87,7 +87,7 @@ def _collect(tree, lines) -> list:
 
     out = []
     def text(node) -> str:
-        return "".join(lines.lines[node.lineno - 1:node.end_lineno])
+        return lines.span(node)
 
     for cls in module_classes(tree):
         if not any(t in text(cls) for t in _GLOBAL_FIRST_TEXT):

@@ -69,7 +69,7 @@ def _pp_branch(fn, lines):
     depth) whose test names a pipeline-parallel rank and whose branch does work (assigns or calls,
     not only raises or leaves); ``None`` when there is none."""
     ast, guards = _ast(), _guards()
-    text = "".join(lines.lines[fn.lineno - 1:fn.end_lineno])
+    text = lines.span(fn)
     if not any(w in text for w in guards.RANK_PREDICATES):
         return None
     for n in _fast_walk(fn):
@@ -134,7 +134,7 @@ def _collect(tree, lines) -> dict:
         rec = {}
         for m in cls.body:
             if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef)) and m.name in _METHODS:
-                text = "".join(lines.lines[m.lineno - 1:m.end_lineno])
+                text = lines.span(m)
                 own = judged and not any(w in text for w in rank_words) and not _calls_parent(m, m.name) and (
                     m.name != "__init__" or ".__init__(self" in text)  # an __init__ that skips its parent's
                 line_text = lines.lines[m.lineno - 1]
