@@ -173,8 +173,7 @@ class RuleRunner:
         r = self.resolver
         if scope is not None and (head in scope["params"] or head == scope.get("self")):
             return False
-        why = r.why
-        try:
+        with r.keeping_why():
             if scope is not None and head in scope["locals"]:
                 descs = scope["locals"][head]
                 if any(d[:2] != ("unknown", "import") or len(d) < 4 for d in descs) or len({d[2] for d in descs}) != 1:
@@ -193,17 +192,14 @@ class RuleRunner:
             if root is not None and root[0] == "external" and imp[1] is not None:
                 return False  # `from a import b` of a package not found: `b` may be any object
             return self._module_path(root, chain, summary.get("import_paths", ()))
-        finally:
-            r.why = why
 
     def _module_level_why(self, st: FileState, chain: list) -> tuple[str, str]:
         """``(reason, detail)`` of a read at module or class level that is not judged: when its
         first name is imported from a module the run does not find (``from scipy import stats``
         without scipy), ``module-not-found`` naming it (with it, :meth:`_names_module` can tell)."""
         r = self.resolver
-        why = r.why
-        sym = r.lookup(st.module, chain[0]) if chain[0] in st.summary["imports"] else None
-        r.why = why
+        with r.keeping_why():
+            sym = r.lookup(st.module, chain[0]) if chain[0] in st.summary["imports"] else None
         if sym is not None and sym[0] == "external":
             dotted = ".".join(chain)
             what = f"module `{sym[1]}`" if sym[1] == chain[0] else f"`{chain[0]}` (`{sym[1]}`)"

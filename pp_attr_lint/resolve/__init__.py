@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fnmatch
 import sys
+from contextlib import contextmanager
 from typing import Any
 
 from ..index.registry import registry_entries
@@ -69,6 +70,16 @@ class Resolver(ValueReading):
         """Fail the current question at a depth limit (``recursion-limit``); returns ``None``."""
         self._cutoffs += 1
         return self._fail("recursion-limit", detail)
+
+    @contextmanager
+    def keeping_why(self):
+        """A side question: whatever is asked inside the ``with`` block leaves :attr:`why` as it
+        was before (its failure is not the reason of the answer being built)."""
+        why = self.why
+        try:
+            yield self
+        finally:
+            self.why = why
 
     def _fail(self, reason: str, detail: str, path: str | None = None) -> None:
         """Record why the current question has no answer; returns ``None`` for ``return``."""
@@ -161,11 +172,10 @@ class Resolver(ValueReading):
                 found = self.lookup(absm, attr, depth + 1)
                 if found is not None:
                     return found
-                why = self.why
                 sub = f"{absm}.{attr}"
-                if self.src.summary(sub) is not None:
-                    return ("module", sub)
-                self.why = why
+                with self.keeping_why():
+                    if self.src.summary(sub) is not None:
+                        return ("module", sub)
                 return None
             why = self.src.failure(absm) if hasattr(self.src, "failure") else None
             if why is not None and why[0] in BROKEN_FILE:
@@ -226,9 +236,8 @@ class Resolver(ValueReading):
                 parent = sym[1]
                 sym = self.lookup(parent, part, depth + 1)
                 if sym is None:
-                    why = self.why  # kept when no submodule of that name exists either
-                    sym = ("module", f"{parent}.{part}") if self.src.summary(f"{parent}.{part}") is not None else None
-                    self.why = why
+                    with self.keeping_why():  # kept when no submodule of that name exists either
+                        sym = ("module", f"{parent}.{part}") if self.src.summary(f"{parent}.{part}") is not None else None
             elif sym[0] == "external":
                 sym = ("external", f"{sym[1]}.{part}")
             elif sym[0] == "class" and f"{sym[2]}.{part}" in (self.src.summary(sym[1]) or {}).get("classes", {}):
