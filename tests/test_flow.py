@@ -278,3 +278,26 @@ def test_a_lambda_body_and_a_stored_nested_function_are_deferred():
     nested = w.nested["later"][0]
     w.walk_deferred(nested, nested.body, G.TRUE, frozenset(), False, {})
     assert w.seen["self.model.z"] == ("FunctionDef", 5) and w.deferred() is None
+
+
+def test_a_statement_in_a_try_or_with_block_may_be_caught():
+    """What a `try` (its body, handlers, `else`, `finally`) or a `with` holds may have what it
+    raises caught or suppressed; a statement beside them, or in an `if`, may not."""
+    fn = ast.parse(textwrap.dedent("""
+        def f(self, ok):
+            try:
+                assert ok
+            except AssertionError:
+                assert not ok
+            with self.lock:
+                if ok:
+                    assert self.a
+            if ok:
+                assert self.b
+            def inner():
+                assert self.c
+        """)).body[0]
+    fg = FunctionGuards(fn)
+    asserts = [n for n in ast.walk(fn) if isinstance(n, ast.Assert)]
+    got = {ast.unparse(a.test): fg.in_try_or_with(a) for a in asserts}
+    assert got == {"ok": True, "not ok": True, "self.a": True, "self.b": False, "self.c": None}

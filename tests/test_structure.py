@@ -273,8 +273,6 @@ _SEMANTIC = REPO / PKG / "semantic"
 OWN_BLOCK_WALKS: dict = {
     ("pp_attr_lint/index/astutil.py", "module_classes"):
         "a module's classes under its top-level `if`/`try` blocks: no function body, no guard asked",
-    ("pp_attr_lint/engines/sglang.py", "visit"):
-        "the `if` tests around SGLang's runner assert, read as test nodes (pp_only_test): not yet ported",
 }
 
 

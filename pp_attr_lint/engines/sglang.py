@@ -20,6 +20,7 @@ from ..index.astutil import walk as fast_walk
 from ..resolve import EXTERNAL as EXTERNAL_KEY
 from ..resolve import Unresolved
 from ..semantic import guards as G
+from ..semantic.flow import FunctionGuards
 from ..semantic.guards import pp_only_test
 from ..semantic.service import Service
 
@@ -51,38 +52,24 @@ def _forward_requirement(fn, stores: dict) -> tuple | None:
     best = None
     # a `return` before the assert can skip it (one in a nested function is not told apart)
     returns = [n.lineno for n in fast_walk(fn) if isinstance(n, ast.Return)]
-
-    def visit(body, conds, plain):
-        nonlocal best
-        for st in body:
-            if isinstance(st, ast.If):
-                visit(st.body, conds + [(st.test, True)], plain)
-                visit(st.orelse, conds + [(st.test, False)], plain)
-            elif isinstance(st, ast.Assert) and plain:
-                hit = bound.get(ast.unparse(st.test))
-                if hit is None or hit[1] >= st.lineno:
-                    continue
-                atoms = [a for t, pos in conds for a in (t.values if pos and isinstance(t, ast.BoolOp)
-                                                          and isinstance(t.op, ast.And) else [t])]
-                gates = [a for a in atoms if pp_only_test(a)]
-                if not gates:
-                    continue
-                negated = [t for t, pos in conds if not pos and pp_only_test(t)]
-                if negated:
-                    continue
-                skipped = stores.get(ast.unparse(st.test), 0) > 1 or any(r < st.lineno for r in returns)
-                found = (hit[0], skipped or len(atoms) > len(gates) or any(not pos for _t, pos in conds))
-                if best is None or best[1] and not found[1]:
-                    best = found
-            elif isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                continue
-            else:  # a loop, `with` or `try` around it: the assert may not run, or be caught
-                for field in ("body", "orelse", "finalbody"):
-                    sub = getattr(st, field, None)
-                    if isinstance(sub, list) and sub and isinstance(sub[0], ast.stmt):
-                        visit(sub, conds, False)
-
-    visit(fn.body, [], True)
+    fg = FunctionGuards(fn)
+    for st, _guard in fg.reached_statements():
+        # in a loop, a handler, a `try` or a `with`, the assert may not run, or be caught
+        if not isinstance(st, ast.Assert) or fg.may_skip(st) or fg.in_try_or_with(st):
+            continue
+        hit = bound.get(ast.unparse(st.test))
+        if hit is None or hit[1] >= st.lineno:
+            continue
+        conds = [(test.test, holds) for test, holds in fg.deciding_tests(st) or ()]
+        atoms = [a for t, pos in conds for a in (t.values if pos and isinstance(t, ast.BoolOp)
+                                                  and isinstance(t.op, ast.And) else [t])]
+        gates = [a for a in atoms if pp_only_test(a)]
+        if not gates or any(not pos and pp_only_test(t) for t, pos in conds):
+            continue
+        skipped = stores.get(ast.unparse(st.test), 0) > 1 or any(r < st.lineno for r in returns)
+        found = (hit[0], skipped or len(atoms) > len(gates) or any(not pos for _t, pos in conds))
+        if best is None or best[1] and not found[1]:
+            best = found
     return best
 
 

@@ -366,6 +366,9 @@ class FlowWalker:
             self.expr(child, guard, guarded, protected, loops)
 
 
+_WRAPPING = tuple(getattr(ast, n) for n in ("Try", "TryStar", "With", "AsyncWith") if hasattr(ast, n))
+
+
 class FunctionGuards(FlowWalker):
     """The guard of every statement and expression of one function's body (outside nested
     functions and classes), walked once at the first question.
@@ -375,7 +378,8 @@ class FunctionGuards(FlowWalker):
     over the rank atoms alone), ``None`` when that depends on anything else: another test, a
     loop that may not run, a handler; ``test_formula(if)`` the formula of an ``if`` test as the
     walk read it (local flags included); ``deciding_tests(statement)`` the ``if`` statements
-    whose tests decide whether a statement runs."""
+    whose tests decide whether a statement runs; ``in_try_or_with(node)`` whether a handler or a
+    context manager around ``node`` may catch what it raises."""
 
     def __init__(self, fn, lines=None, cls: str | None = None, atom_of=None, start: tuple = TRUE):
         super().__init__(lines, fn, cls, atom_of)
@@ -385,6 +389,8 @@ class FunctionGuards(FlowWalker):
         self.decided: dict = {}  # id(statement) -> the `(if, holds)` pairs that decide it
         self.deciders: tuple = ()  # those of the statements being walked
         self.branching = None  # the `if` whose blocks are walked next
+        self.wrapping = 0  # `try` / `with` statements around the statements being walked
+        self.wrapped: set = set()  # id() of the statements walked inside one
 
     def walked(self) -> dict:
         if self.seen is None:
@@ -408,6 +414,15 @@ class FunctionGuards(FlowWalker):
     def stmt(self, stmt, guard, guarded, protected, loops) -> None:
         self.seen.setdefault(id(stmt), (guard, self.maybe > 0))
         self.decided.setdefault(id(stmt), self.deciders)
+        if self.wrapping:
+            self.wrapped.add(id(stmt))
+        if isinstance(stmt, _WRAPPING):
+            self.wrapping += 1
+            try:
+                super().stmt(stmt, guard, guarded, protected, loops)
+            finally:
+                self.wrapping -= 1
+            return
         if not isinstance(stmt, ast.If):
             super().stmt(stmt, guard, guarded, protected, loops)
             return
@@ -458,6 +473,12 @@ class FunctionGuards(FlowWalker):
         for a statement the walk does not reach."""
         self.walked()
         return self.decided.get(id(node))
+
+    def in_try_or_with(self, node: ast.stmt) -> bool | None:
+        """Whether statement ``node`` lies in a block of a ``try`` (a handler may catch what it
+        raises) or a ``with`` (a context manager may suppress it); ``None`` for a statement the
+        walk does not reach."""
+        return None if id(node) not in self.walked() else id(node) in self.wrapped
 
     def every_call(self, node) -> tuple | None:
         got = self.walked().get(id(node))
