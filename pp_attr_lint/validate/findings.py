@@ -177,6 +177,28 @@ def weight_loading(finding: dict) -> bool:
     return any("load_weights" in fn for fn in enclosing_functions(finding["filename"], row))
 
 
+# the registry table of speculative-decoding drafters (EAGLE and MTP heads)
+DRAFTER_TABLE = "_SPECULATIVE_DECODING_MODELS"
+
+
+def not_run_note(module: str, registry: dict, graph: dict, version: str) -> str:
+    """Why a finding in ``module``, which no generative architecture uses, is not run: the module
+    is a speculative-decoding drafter's (only :data:`DRAFTER_TABLE` entries use it), engine code
+    outside the model folders (a model runner), or neither. ``registry``: arch ->
+    :class:`archmap.ArchEntry`; ``graph``: the import graph; ``version``: the installed vLLM's."""
+    users = archmap.archs_for_modules([module], registry, graph, generative_only=False)[module]
+    drafters = [a for a in users if registry[a].table == DRAFTER_TABLE]
+    if drafters and len(drafters) == len(users):
+        return (f"not run: a speculative-decoding drafter ({', '.join(drafters[:3])} in {DRAFTER_TABLE}); "
+                f"{version} on CPU cannot serve a drafter under pipeline parallelism: its model runner builds the "
+                "drafter on the last rank only and reads it in every rank's warm-up run, so rank 0 fails first "
+                "(docs/validate.md, section 13)")
+    if not any(module.startswith(f"vllm.{d.replace('/', '.')}.") for d in archmap.MODEL_DIRS):
+        return (f"not run: engine code, not a model module (no architecture of the registry uses it); validate "
+                f"runs model files under the model runner {version} itself picks (docs/validate.md, section 13)")
+    return "no generative architecture of the registry uses this module"
+
+
 def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
     """The ``--findings`` mode: see the module docstring. Exit status 0 every finding agrees (or
     there is none), 1 some finding disagrees or could not be run, 2 the linter or the
@@ -207,7 +229,7 @@ def run_findings(args: argparse.Namespace, ctx: RunContext) -> int:
         direct = [a for a in users if ctx.registry[a].module == module]
         ranked = [a for a in (args.arch or []) if a in users] or (direct + [a for a in users if a not in direct])
         if not ranked:
-            entry.update(agree=None, note="no generative architecture of the registry uses this module")
+            entry.update(agree=None, note=not_run_note(module, ctx.registry, graph, ctx.vllm_version))
             continue
         entry["candidates"] = ranked[:5]
         witness = f.get("witness") or {}

