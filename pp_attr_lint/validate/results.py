@@ -24,7 +24,8 @@ def source_hash(sources: list, pp: int, compile_mode: str, device: str, arch: st
     ``arch``'s own family override (so that editing one family reruns that arch only), pp,
     compile mode, device, how the rank processes start (``worker_start``) and the weights
     (``dummy`` or ``toy``), and the split of the layers over the stages (``layer_partition``, and
-    ``VLLM_PP_LAYER_PARTITION`` when it is set), and for an arch that a change adds to the
+    ``VLLM_PP_LAYER_PARTITION`` when it is set), the extra engine arguments
+    (``PP_ATTR_LINT_VALIDATE_ENGINE_ARGS`` when it is set), and for an arch that a change adds to the
     registry its ``module:Class`` (``registered``) and the config classes its module imports.
     16 hex digits. ``known_limits`` and ``known_failures`` are not part of it: they are applied
     to cached results when they are read (:func:`reclassify`)."""
@@ -37,6 +38,9 @@ def source_hash(sources: list, pp: int, compile_mode: str, device: str, arch: st
         h.update(json.dumps(split).encode())
     if registered or config_names:
         h.update(json.dumps([registered, config_names or []]).encode())
+    engine_args = os.environ.get("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS")
+    if engine_args:  # extra vllm.LLM(...) arguments (a speculative config): another run
+        h.update(b"engine-args\0" + engine_args.encode())
     for name in _HARNESS_FILES:
         with open(os.path.join(_HERE, name), "rb") as fh:
             h.update(name.encode() + b"\0" + fh.read())

@@ -232,6 +232,18 @@ def test_source_hash_depends_on_source_content(tmp_path):
     assert results.source_hash([], 2, "auto", "cpu", weights="toy") != results.source_hash([], 2, "auto", "cpu")
 
 
+
+def test_source_hash_depends_on_the_extra_engine_arguments(monkeypatch):
+    """A run with a speculative config (``PP_ATTR_LINT_VALIDATE_ENGINE_ARGS``) is another run: its
+    cached result is not served to a run without one, nor the other way round."""
+    monkeypatch.delenv("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS", raising=False)
+    plain = results.source_hash([], 2, "auto", "cpu")
+    monkeypatch.setenv("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS", '{"speculative_config": {"method": "eagle"}}')
+    eagle = results.source_hash([], 2, "auto", "cpu")
+    monkeypatch.setenv("PP_ATTR_LINT_VALIDATE_ENGINE_ARGS", '{"speculative_config": {"method": "mtp"}}')
+    assert len({plain, eagle, results.source_hash([], 2, "auto", "cpu")}) == 3
+
+
 def test_cache_key_device_of_auto_is_what_the_driver_chooses(tmp_path, monkeypatch):
     """``--device auto`` and ``--device cpu`` share cached results on a CPU build of vLLM."""
     from pp_attr_lint.validate import environment
