@@ -390,3 +390,16 @@ def test_the_block_walk_scan_sees_each_shape(tmp_path):
                      "        no_compound(st.body)\n", encoding="utf-8")
     got = {f: int(v.split(":", 1)[0]) for (_m, f), v in own_block_walks([probe], tmp_path).items()}
     assert got == {"rec": 5, "stmt": 9, "work": 15, "front": 21}, got
+
+
+def test_every_package_folder_is_installed():
+    """``pyproject.toml`` lists its packages by hand: a folder of ``pp_attr_lint`` with an
+    ``__init__.py`` that the list lacks is left out of a (non-editable) install, and every check
+    there dies importing it."""
+    import tomllib
+
+    conf = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = set(conf["packages"]) - set(conf.get("package-dir", {}))
+    folders = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / PKG).rglob("__init__.py")
+               if "__pycache__" not in p.parts}
+    assert listed == folders, (sorted(folders - listed), sorted(listed - folders))
