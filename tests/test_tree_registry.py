@@ -128,6 +128,72 @@ def test_a_refusal_not_in_the_tree_is_not_taken_on_trust(tmp_path):
     assert "engine-fact-unknown" in r.stdout and "SupportsPP" in r.stdout
 
 
+LISTED_REFUSAL = """
+    _PP_SUPPORTED_MODELS = [
+        "ListedForCausalLM",
+    ]
+
+
+    class ModelConfig:
+        def verify_with_parallel_config(self, parallel_config):
+            architectures = getattr(self.hf_config, "architectures", [])
+            if not all(arch in _PP_SUPPORTED_MODELS
+                       for arch in architectures) and parallel_config.pipeline_parallel_size > 1:
+                raise NotImplementedError("Pipeline parallelism is only supported for the following "
+                                          f" architectures: {_PP_SUPPORTED_MODELS}.")
+"""
+
+
+def _old_release(root: Path, config: str, extra: dict | None = None) -> None:
+    """vLLM 0.5.x's shape: no ``SupportsPP``; the config refuses PP for every architecture
+    missing from ``_PP_SUPPORTED_MODELS``."""
+    pkg = "oldvllm/model_executor/models"
+    _write(root, {
+        "oldvllm/__init__.py": "", "oldvllm/model_executor/__init__.py": "", f"{pkg}/__init__.py": "",
+        "oldvllm/config.py": config,
+        f"{pkg}/registry.py": """
+            _TEXT_GENERATION_MODELS = {
+                "ListedForCausalLM": ("listed", "ListedForCausalLM"),
+                "UnlistedForCausalLM": ("unlisted", "UnlistedForCausalLM"),
+            }
+        """,
+        f"{pkg}/listed.py": TIED.format(name="ListedForCausalLM", **NO_PP),
+        f"{pkg}/unlisted.py": TIED.format(name="UnlistedForCausalLM", **NO_PP),
+        f"{pkg}/stray.py": TIED.format(name="StrayForCausalLM", **NO_PP),
+        **(extra or {}),
+    })
+
+
+@pytest.mark.parametrize("how", ["list", "imported", "any-not-in", "extended", "no-list"])
+def test_an_architecture_list_refuses_the_others(tmp_path, how):
+    """vLLM 0.5.1 to 0.6.0 refuse PP for an architecture missing from `_PP_SUPPORTED_MODELS`: the
+    tied-head read of an unlisted model, or of a module no registry lists and nothing imports, never
+    runs under PP; a module a listed model imports does. A list something extends (a plugin's
+    `append`) or no list at all leaves the old answers (an unlisted model without a refusal read is
+    not judged)."""
+    config, extra = LISTED_REFUSAL, {}
+    if how == "imported":
+        extra = {"oldvllm/model_executor/models/listed.py":
+                 "from .unlisted import UnlistedForCausalLM\n"
+                 + textwrap.dedent(TIED.format(name="ListedForCausalLM", **NO_PP))}
+    elif how == "any-not-in":
+        config = config.replace("if not all(arch in _PP_SUPPORTED_MODELS", "if any(arch not in _PP_SUPPORTED_MODELS")
+    elif how == "extended":
+        extra = {"oldvllm/plugin.py": "from oldvllm.config import _PP_SUPPORTED_MODELS\n"
+                                      "_PP_SUPPORTED_MODELS.append('UnlistedForCausalLM')\n"}
+    elif how == "no-list":
+        config = "class ModelConfig:\n    pass\n"
+    _old_release(tmp_path, config, extra)
+    found, unjudged = _check(tmp_path, "oldvllm")
+    if how in ("list", "any-not-in"):
+        assert found == {("listed.py", "PPA101")} and not unjudged
+    elif how == "imported":
+        assert found == {("listed.py", "PPA101"), ("unlisted.py", "PPA101")} and not unjudged
+    else:  # no list read: the SupportsPP question, which these models cannot answer
+        assert found == {("stray.py", "PPA101")}
+        assert unjudged == {("listed.py", "PPA101"), ("unlisted.py", "PPA101")}
+
+
 def test_plugin_registrations(tmp_path):
     _write(tmp_path, {
         "plugin/__init__.py": """

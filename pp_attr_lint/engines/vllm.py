@@ -3,6 +3,9 @@ parallelism, read from the analysed tree.
 
 * a registered model whose classes lack ``SupportsPP`` is refused under PP
   (``vllm/config/model.py`` verifies ``supports_pp``; vLLM 0.10.0 in ``vllm/config.py``);
+* before ``SupportsPP`` (vLLM 0.5.1 to 0.6.0, and forks of them), an architecture missing from a
+  list of names is refused (``vllm/config.py``: ``if not all(arch in _PP_SUPPORTED_MODELS for arch
+  in architectures) and pipeline_parallel_size > 1: raise NotImplementedError(...)``);
 * a config flag may refuse PP (``vllm/config/parallel.py``: ``if self.enable_elastic_ep: ...
   if self.pipeline_parallel_size > 1: raise``).
 """
@@ -126,6 +129,19 @@ class VllmEngine(Service):
                 registered.append(key)
                 archs.append((_arch, key))
                 engines.add(top)
+        allowed = self._listed_architectures({module.split(".", 1)[0]} | {e for e in engines if e})
+        if allowed is not None:
+            # an engine that admits the architectures of a list under PP (and no other): the
+            # module runs there when it serves one, or some module imports it, or a model that
+            # runs there builds one of its architectures by name
+            try:
+                ok = any(a in allowed for a, _key in archs) or self._imported_anywhere(module) or any(
+                    host != module and self.module_runs_under_pp(host) for host in self._hosts({a for a, _k in archs}))
+            except Unresolved as e:
+                memo[module] = e
+                raise
+            memo[module] = ok
+            return ok
         ok = True
         if registered:
             ok = False
@@ -160,6 +176,98 @@ class VllmEngine(Service):
             raise memo[module]
         memo[module] = ok
         return ok
+
+    def pp_architectures(self, top: str) -> frozenset | None:
+        """The architectures the engine whose top-level package is ``top`` admits under pipeline
+        parallelism when it refuses every other one by a list: some function of a module of
+        ``top`` (under the scanned folders) raises on every path where ``pipeline_parallel_size >
+        1`` holds and ``all(a in NAME for a in ...)`` is false (or ``any(a not in NAME for a in
+        ...)`` true), ``NAME`` a module-level list, tuple or set of string constants bound once
+        in that module and changed nowhere in the tree (no ``NAME.append(...)``, ``NAME +=``, or
+        another binding).  vLLM 0.5.1 to 0.6.0 have it in vllm/config.py
+        (``_PP_SUPPORTED_MODELS``, ``ModelConfig.verify_with_parallel_config``).  The union when
+        several lists refuse; ``None`` when no such check is found."""
+        memo = self._memo.setdefault("pp-architectures", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        answer: set | None = None
+        for module, tree, lines in self._package_trees_matching(top, b"pipeline_parallel_size", _MEMBERSHIP_BYTES):
+            lists = _string_lists(tree)
+            if not lists:
+                continue
+            for raises in raise_guards(tree, lines, lambda body: any(n in body for n in lists)):
+                if not raises:
+                    continue
+                raised = f_or(*raises)
+                for atom in sorted(atoms(raised, set()) - {"@first", "@last"}):
+                    got = _membership_test(atom, lists)
+                    if got is None or not self._unchanged(got[0]):
+                        continue
+                    name, refused_when_true = got
+                    test = ("a", atom) if refused_when_true else f_not(("a", atom))
+                    if satisfying(f_and(test, f_not(raised))) is None:
+                        answer = (answer or set()) | lists[name]
+        memo[(dirs, top)] = frozenset(answer) if answer is not None else None
+        return memo[(dirs, top)]
+
+    def _package_trees_matching(self, top: str, needle: bytes, pattern):
+        """:meth:`TreeReader.package_trees` of ``top`` with ``needle``, parsing only the files
+        whose bytes ``pattern`` (a compiled bytes regular expression) also matches."""
+        for path, module in self.m.reader.tree_file_paths(needle) or ():
+            if (module == top or module.startswith(top + ".")) and pattern.search(self.m.reader.read_bytes(path) or b""):
+                got = self.m.reader.parsed(path, module)
+                if got is not None:
+                    yield module, got[2], got[3]
+
+    def _unchanged(self, name: str) -> bool:
+        """Whether no file of the analysed tree changes the module-level list ``name`` after its
+        binding: no ``name.append(...)`` (or another method that adds), ``name +=``, ``name |=``,
+        or a second ``name = ...`` (a plugin extending vLLM's list makes it unknown)."""
+        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:\.\s*(?:append|extend|insert|add|update|__iadd__)\b"
+                         rb"|\+=|\|=|=(?!=))")
+        files = self.m.reader.tree_file_paths(name.encode())
+        if files is None:
+            return False
+        binds = 0
+        for path, _module in files:
+            for m in pat.finditer(self.m.reader.read_bytes(path) or b""):
+                binds += 1 if m.group(0).rstrip().endswith(b"=") and b"+" not in m.group(0) \
+                    and b"|" not in m.group(0) else 2
+        return binds <= 1
+
+    def _listed_architectures(self, tops: set) -> frozenset | None:
+        """The union of :meth:`pp_architectures` of the engines ``tops`` (top-level packages) that
+        refuse by a list; ``None`` when none does."""
+        lists = [got for top in sorted(tops) if (got := self.pp_architectures(top)) is not None]
+        return frozenset().union(*lists) if lists else None
+
+    def _imported_anywhere(self, module: str) -> bool:
+        """Whether some file of the analysed tree other than ``module``'s own imports ``module`` (or
+        a name from it); True when that cannot be told (a file cannot be read or parsed)."""
+        last = module.rsplit(".", 1)[-1]
+        files = self.m.reader.tree_file_paths(last.encode())
+        if files is None:
+            return True
+        for path, mod in files:
+            if mod == module:
+                continue
+            got = self.m.reader.parsed(path, mod)
+            if got is None:
+                return True
+            is_pkg = path.endswith("__init__.py")
+            for node in fast_walk(got[2]):
+                if isinstance(node, ast.Import) and any(a.name == module or a.name.startswith(module + ".")
+                                                        for a in node.names):
+                    return True
+                if isinstance(node, ast.ImportFrom):
+                    base = _absolute(mod, is_pkg, node.module, node.level)
+                    if base is None:
+                        return True
+                    if base == module or base.startswith(module + ".") \
+                            or any(f"{base}.{a.name}" == module for a in node.names):
+                        return True
+        return False
 
     def _refuses(self, top: str) -> bool:
         """:meth:`refuses_unsupported_models` of ``top``, or of the one engine whose registry
@@ -555,6 +663,70 @@ class VllmEngine(Service):
                 return enum not in names
             return None
         return None
+
+# the bytes of `all(a in NAME for ...)` / `any(a not in NAME for ...)`: a file without them holds
+# no list refusal (:meth:`VllmEngine.pp_architectures`) and is not parsed for one
+_MEMBERSHIP_BYTES = re.compile(rb"\b(?:all|any)\(\s*\(?\s*\w+\s+(?:not\s+)?in\s+\w+\s+for\b")
+
+
+def _string_lists(tree) -> dict:
+    """``{name: frozenset of strings}`` of the module-level names of ``tree`` bound once (in the
+    module's own body) to a list, tuple or set display of string constants, or ``set(...)`` /
+    ``frozenset(...)`` of one."""
+    out: dict = {}
+    seen: dict = {}
+    for st in tree.body:
+        targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(
+            st, (ast.AnnAssign, ast.AugAssign)) else []
+        for t in targets:
+            if isinstance(t, ast.Name):
+                seen[t.id] = seen.get(t.id, 0) + 1
+                value = st.value if isinstance(st, (ast.Assign, ast.AnnAssign)) else None
+                if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) \
+                        and value.func.id in ("set", "frozenset") and len(value.args) == 1 and not value.keywords:
+                    value = value.args[0]
+                if isinstance(value, (ast.List, ast.Tuple, ast.Set)) and value.elts and all(
+                        isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+                    out[t.id] = frozenset(e.value for e in value.elts)
+    return {k: v for k, v in out.items() if seen[k] == 1}
+
+
+def _membership_test(atom: str, lists: dict) -> tuple | None:
+    """``(name, refused when true)`` for an atom's text ``all(a in NAME for a in xs)`` (``False``:
+    refused where it is false) or ``any(a not in NAME for a in xs)`` (``True``), ``NAME`` one of
+    ``lists``; else ``None``."""
+    try:
+        node = ast.parse(atom, mode="eval").body
+    except SyntaxError:
+        return None
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("all", "any")
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.GeneratorExp)):
+        return None
+    gen = node.args[0]
+    elt = gen.elt
+    if not (len(gen.generators) == 1 and not gen.generators[0].ifs and isinstance(gen.generators[0].target, ast.Name)
+            and isinstance(elt, ast.Compare) and len(elt.ops) == 1 and isinstance(elt.left, ast.Name)
+            and elt.left.id == gen.generators[0].target.id and isinstance(elt.comparators[0], ast.Name)
+            and elt.comparators[0].id in lists):
+        return None
+    if node.func.id == "all" and isinstance(elt.ops[0], ast.In):
+        return elt.comparators[0].id, False
+    if node.func.id == "any" and isinstance(elt.ops[0], ast.NotIn):
+        return elt.comparators[0].id, True
+    return None
+
+
+def _absolute(module: str, is_package: bool, target: str | None, level: int) -> str | None:
+    """The absolute module of ``from <level dots><target> import ...`` written in ``module``;
+    ``None`` when it goes beyond the top-level package."""
+    if level == 0:
+        return target
+    parts = module.split(".") if is_package else module.split(".")[:-1]
+    if level - 1 > len(parts) - 1:
+        return None
+    base = parts[:len(parts) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
 
 def _raise_without_ids(tree) -> int | None:
     """The line of the first ``raise`` that ends the block of an ``if`` whose test holds a
