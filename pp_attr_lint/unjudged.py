@@ -52,8 +52,9 @@ REASONS: dict[str, tuple[str, str]] = {
                          "model meets it is not read", "handle every configuration: read a value the engine may not "
                          "provide as optional (`.get(key)`), pass a layer id the stage owns"),
     "fails-earlier": ("an earlier line always fails first: it imports a name that the engine release checked "
-                      "against does not have, so the line is never reached", "pair the plugin with the engine "
-                      "release it supports (`--src DIR`, `--python PATH`), or stop importing the name"),
+                      "against (or the file's own package) does not have, so the line is never reached",
+                      "pair the plugin with the engine release it supports (`--src DIR`, `--python PATH`), or "
+                      "stop importing the name"),
     "callee-unread": ("the line is safe only if a helper handed this rank's parameters (`maybe_remap_kv_scale_name("
                       "name, params_dict)`) tests every name it returns against them, and that helper is not found "
                       "or its body is not read (named in the detail)", "`--src DIR` with the helper's sources, or a "

@@ -194,6 +194,29 @@ def test_an_architecture_list_refuses_the_others(tmp_path, how):
         assert unjudged == {("listed.py", "PPA101"), ("unlisted.py", "PPA101")}
 
 
+@pytest.mark.parametrize("imports", ["from oldvllm.config import VllmConfig",
+                                     "from .interfaces import SupportsPP",
+                                     "from .interfaces import SupportsPP as Flag  # noqa"])
+def test_a_file_that_imports_what_its_package_lacks_fails_first(tmp_path, imports):
+    """A model file left from another release imports a name its own package does not bind (vLLM
+    0.5.5's `config` has no `VllmConfig`, its `interfaces` no `SupportsPP`): the import raises
+    `ImportError`, so nothing after it runs; its finding is listed (`fails-earlier`), not reported.
+    A name the module does bind, or one it may bind (a star import), fails nothing."""
+    body = textwrap.dedent(TIED.format(name="StrayForCausalLM", **NO_PP))
+    extra = {"oldvllm/model_executor/models/interfaces.py": "class SupportsLoRA:\n    pass\n",
+             "oldvllm/model_executor/models/stray.py": f"{imports}\n{body}"}
+    _old_release(tmp_path, "class ModelConfig:\n    pass\n", extra)
+    found, unjudged = _check(tmp_path, "oldvllm")
+    assert ("stray.py", "PPA101") not in found and ("stray.py", "PPA101") in unjudged
+    r = run_cli("check", "oldvllm", "--src", STUBS, "--no-cache", "--show-unresolved", cwd=tmp_path)
+    assert "fails-earlier" in r.stdout and ("VllmConfig" in r.stdout or "SupportsPP" in r.stdout)
+    extra["oldvllm/model_executor/models/interfaces.py"] = "from .protocols import *\n"
+    extra["oldvllm/config.py"] = "VllmConfig = object\n"
+    _old_release(tmp_path, "VllmConfig = object\n", extra)
+    found, _ = _check(tmp_path, "oldvllm")
+    assert ("stray.py", "PPA101") in found
+
+
 def test_plugin_registrations(tmp_path):
     _write(tmp_path, {
         "plugin/__init__.py": """

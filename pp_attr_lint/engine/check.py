@@ -20,7 +20,6 @@ from pathlib import Path
 from ..model import Finding, NotJudged
 from ..rule_api import Rule
 from ..textio import display_path
-from ..facts import ENGINES
 from ..unjudged import BROKEN_FILE
 from ..workspace.cache import Cache
 from ..workspace.project import Project
@@ -362,8 +361,9 @@ def _analyze_group(project: Project, states: list, rules, explicit,
                     file_unjudged.append(f)
                 else:
                     file_findings.append(f)
-        if file_findings and ctx.module.split(".", 1)[0] not in ENGINES:
-            # a plugin line that imports what the paired engine release lacks fails first
+        if file_findings:
+            # a line that imports what the paired engine release (or the file's own package)
+            # lacks fails first
             from ..semantic.model import RankFacts
 
             file_findings, masked = RankFacts.of(ctx).release.mask(file_findings)

@@ -1,9 +1,11 @@
-"""What the engine release a plugin is checked against does not have, read from that release's
-code: a plugin line ``from vllm.x import f`` whose ``vllm.x`` (the module of the engine found in
-the checked folders, ``--src`` or the ``--python`` environment) binds no ``f`` raises
-``ImportError`` whenever it runs, so no statement after it in its block ever runs (all of the
-module, for an import at the top of a module).  A finding on such a line is masked by the earlier
-failure: it is listed as not judged (``fails-earlier``), never reported.
+"""What the code a file imports from does not have, read from that code: a plugin line ``from
+vllm.x import f`` whose ``vllm.x`` (the module of the engine found in the checked folders,
+``--src`` or the ``--python`` environment) binds no ``f`` raises ``ImportError`` whenever it runs,
+so no statement after it in its block ever runs (all of the module, for an import at the top of a
+module).  So does an engine's (or a fork's) own ``from .interfaces import SupportsPP`` where its
+``interfaces`` binds no ``SupportsPP``: a model file left from another release.  A finding on such
+a line is masked by the earlier failure: it is listed as not judged (``fails-earlier``), never
+reported.
 """
 
 from __future__ import annotations
@@ -42,35 +44,35 @@ class EngineRelease(Service):
     ``model`` (memoized per run)."""
 
     def failing_imports(self) -> list[tuple[int, int, int, str]]:
-        """``(row, first_masked_row, last_masked_row, why)`` for each ``from ENGINE.m import name``
-        of the checked file (``ENGINE`` one of :data:`~pp_attr_lint.facts.ENGINES`, not the file's
-        own top-level package) that always raises ``ImportError``: the engine's module ``m`` is in
-        the analysed code and does not bind ``name`` (:meth:`lacks`).  The masked rows are those of
-        the statements after it in its block; for a statement of the module's own body (at its
-        top, not under ``if``/``try``), the whole file, since the module never finishes importing.
-        ``[]`` for a file of an engine itself, or when the file cannot be read or parsed."""
+        """``(row, first_masked_row, last_masked_row, why)`` for each ``from m import name`` of the
+        checked file that always raises ``ImportError``: ``m`` (relative or absolute) is a module of
+        an engine (one of :data:`~pp_attr_lint.facts.ENGINES`) or of the file's own top-level
+        package, it is in the analysed code, and it does not bind ``name`` (:meth:`lacks`).  The
+        masked rows are those of the statements after it in its block; for a statement of the
+        module's own body (at its top, not under ``if``/``try``), the whole file, since the module
+        never finishes importing.  ``[]`` when the file cannot be read or parsed."""
         top = self.ctx.module.split(".", 1)[0]
-        if top in F.ENGINES:
-            return []
         memo = self._memo.setdefault("failing", {})
         key = (self.ctx.file.path, self.ctx.module)
         if key in memo:
             return memo[key]
         memo[key] = out = []
         data = self.m.reader.read_bytes(self.ctx.file.path)
-        if data is None or not any(f"{e}.".encode() in data for e in F.ENGINES):
-            return out  # (no import from an engine: no parse)
+        if data is None or not (b"from ." in data or any(f"{e}.".encode() in data for e in (*F.ENGINES, top))):
+            return out  # (no import from an engine or the own package: no parse)
         got = self.m.reader.parsed(self.ctx.file.path, self.ctx.module)
         if got is None:
             return out
         tree, lines = got[2], got[3]
         for body, in_fn in _blocks(tree):
             for i, st in enumerate(body):
-                if not (isinstance(st, ast.ImportFrom) and st.level == 0 and st.module
-                        and st.module.split(".", 1)[0] in F.ENGINES and st.module.split(".", 1)[0] != top):
+                if not isinstance(st, ast.ImportFrom):
+                    continue
+                module = self.r.absolute_module(self.ctx.module, st.module, st.level)
+                if not module or not (module.split(".", 1)[0] in F.ENGINES or module.split(".", 1)[0] == top):
                     continue
                 for alias in st.names:
-                    why = self.lacks(st.module, alias.name)
+                    why = self.lacks(module, alias.name, module.split(".", 1)[0] != top)
                     if why is None:
                         continue
                     if body is tree.body:
@@ -82,17 +84,18 @@ class EngineRelease(Service):
                     break
         return out
 
-    def lacks(self, module: str, name: str) -> str | None:
-        """Why ``from module import name`` always raises ``ImportError`` against the engine of the
-        analysed code, or ``None`` when it may not (or that cannot be told).  It always raises when
+    def lacks(self, module: str, name: str, engine: bool = True) -> str | None:
+        """Why ``from module import name`` always raises ``ImportError`` against the analysed code
+        (``engine``: ``module`` is of the engine release a plugin is checked against, else of the
+        file's own package), or ``None`` when it may not (or that cannot be told).  It always raises when
         ``module``'s file is found, its text never names ``name`` as a word, it has no ``from ...
         import *`` and no module-level ``__getattr__`` (PEP 562), no submodule ``module.name``
         exists, and no file of the analysed tree stores an attribute ``name`` (``x.name = ...``,
         ``setattr(x, "name", ...)``: a plugin may patch the engine's module)."""
         memo = self._memo.setdefault("lacks", {})
-        if (module, name) in memo:
-            return memo[(module, name)]
-        memo[(module, name)] = None
+        if (module, name, engine) in memo:
+            return memo[(module, name, engine)]
+        memo[(module, name, engine)] = None
         path = self.ctx.project.path(module)
         data = self.m.reader.read_bytes(path) if path else None
         if data is None or name == "*":
@@ -109,8 +112,9 @@ class EngineRelease(Service):
         for other, _mod in self.m.reader.tree_file_paths(name.encode()) or [None]:
             if other is None or store.search(self.m.reader.read_bytes(other) or b""):
                 return None  # a file cannot be read, or one patches the name in
-        why = f"the engine release checked against has no `{name}` in `{module}`"
-        memo[(module, name)] = why
+        why = f"the engine release checked against has no `{name}` in `{module}`" if engine else \
+            f"`{module}` has no `{name}`"
+        memo[(module, name, engine)] = why
         return why
 
     @staticmethod

@@ -255,13 +255,12 @@ class VllmEngine(Service):
             got = self.m.reader.parsed(path, mod)
             if got is None:
                 return True
-            is_pkg = path.endswith("__init__.py")
             for node in fast_walk(got[2]):
                 if isinstance(node, ast.Import) and any(a.name == module or a.name.startswith(module + ".")
                                                         for a in node.names):
                     return True
                 if isinstance(node, ast.ImportFrom):
-                    base = _absolute(mod, is_pkg, node.module, node.level)
+                    base = self.r.absolute_module(mod, node.module, node.level)
                     if base is None:
                         return True
                     if base == module or base.startswith(module + ".") \
@@ -714,18 +713,6 @@ def _membership_test(atom: str, lists: dict) -> tuple | None:
     if node.func.id == "any" and isinstance(elt.ops[0], ast.NotIn):
         return elt.comparators[0].id, True
     return None
-
-
-def _absolute(module: str, is_package: bool, target: str | None, level: int) -> str | None:
-    """The absolute module of ``from <level dots><target> import ...`` written in ``module``;
-    ``None`` when it goes beyond the top-level package."""
-    if level == 0:
-        return target
-    parts = module.split(".") if is_package else module.split(".")[:-1]
-    if level - 1 > len(parts) - 1:
-        return None
-    base = parts[:len(parts) - (level - 1)]
-    return ".".join(base + ([target] if target else []))
 
 
 def _raise_without_ids(tree) -> int | None:

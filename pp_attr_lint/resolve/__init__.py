@@ -106,7 +106,12 @@ class Resolver(ValueReading):
         return None
 
     # -- names ---------------------------------------------------------------------------------
-    def _abs_module(self, module: str, target: str, level: int) -> str | None:
+    def absolute_module(self, module: str, target: str | None, level: int) -> str | None:
+        """The module ``from {'.' * level}{target} import ...`` written in ``module`` names;
+        ``None`` when it goes beyond the top-level package (a lone file has none)."""
+        return self._abs_module(module, target, level)
+
+    def _abs_module(self, module: str, target: str | None, level: int) -> str | None:
         if level == 0:
             return target
         parts = module.split(".")
