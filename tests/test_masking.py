@@ -20,6 +20,7 @@ from helpers import REPO, py_files, run_cli
 STUBS = REPO / "fixtures" / "ppstub"
 CASE = REPO / "rules" / "PPA103" / "cases" / "masked_failures"
 SERVING = REPO / "rules" / "PPA202" / "cases" / "wrapper_without_proxy"
+ROUTINE = REPO / "rules" / "PPA202" / "cases" / "routine_argument"
 _MASKED = re.compile(r"#\s*masked\s*:\s*(?P<code>[A-Z]+[0-9]+)\s*$")
 
 
@@ -105,6 +106,32 @@ def test_the_serving_case_fails_where_it_says():
     runs = [r for r in outcome["results"] if r["probe"] == "wrapper_without_proxy"]
     assert all((r["error"] is None) == (r["rank"] == 0) for r in runs)
     assert all(r["error"]["innermost"] == "mysgl/srt/models/qwen2.py:25" for r in runs if r["rank"] > 0)
+
+
+@pytest.mark.parametrize("select", [(), ("--select", "PPA101")], ids=["all", "PPA101"])
+def test_a_submodule_handed_to_a_routine_is_followed(select):
+    """The wrapper hands its language model to a module-level routine (`general_mm_embed_routine(
+    language_model=self.model)`) that calls it: that call is the wrapper's call of the inner
+    `forward`, which gets no `pp_proxy_tensors`; the twin that passes it through the routine's
+    `**kwargs` is not reported."""
+    masked, reported = _run(ROUTINE, *select)
+    assert set(masked) == _masked_annotations(ROUTINE)
+    detail = next(iter(masked.values()))
+    assert detail.startswith("qwen2_vl.py:31 (PPA202: `Qwen2VLForConditionalGeneration.forward` passes no "
+                             "`pp_proxy_tensors` to `Qwen2Model.forward`")
+    if not select:
+        assert reported == {("mysgl/srt/models/qwen2_vl.py", 31, "PPA202")}
+
+
+def test_the_routine_case_fails_where_it_says():
+    outcome = oracle.run_case(ROUTINE)
+    raising = oracle.raising_lines(outcome)
+    for rel, row, code in sorted(_masked_annotations(ROUTINE)):
+        assert f"{rel}:{row}" not in raising
+    runs = [r for r in outcome["results"] if r["probe"] == "routine_without_proxy"]
+    assert all((r["error"] is None) == (r["rank"] == 0) for r in runs)
+    assert all(r["error"]["innermost"] == "mysgl/srt/models/qwen2.py:28" for r in runs if r["rank"] > 0)
+    assert all(r["error"] is None for r in outcome["results"] if r["probe"] == "routine_with_proxy")
 
 
 RUNNER_CHECK = """import inspect

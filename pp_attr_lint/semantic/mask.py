@@ -46,6 +46,7 @@ class Failure(NamedTuple):
     phase: int
     what: str
     later_ranks_only: bool = False  # fails on every rank after the first, not on the first
+    file: str | None = None  # the file of ``row`` when not the checked one (an inherited method)
 
 
 def _enclosing(tree: ast.Module):
@@ -176,9 +177,11 @@ def serving_failures(rf, module: str) -> list[Failure]:
             continue  # (a drafter: whether it runs under PP is not established)
         ff = forward_failure(rf, key)
         if ff is not None:
+            definer = rf.entry.definer(key, "forward") or key
             out.append(Failure(tuple(key), "forward", ff.site.row, SERVE,
                                f"PPA202: `{key[1]}.forward` passes no `{ff.param}` to `{ff.site.callee[0][1]}.forward`, "
-                               f"where `{ff.text}` fails", True))
+                               f"where `{ff.text}` fails", True,
+                               None if definer[0] == module else definer[0].rsplit(".", 1)[-1] + ".py"))
     return out
 
 
@@ -288,9 +291,9 @@ def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
     key = (ctx.module, c.name)
     here = os.path.basename(ctx.file.path)
     for fail in fails:
-        if fail.row == f.row:
+        if fail.row == f.row and fail.file is None:
             continue  # the failure itself
-        first = f"{here}:{fail.row} ({fail.what})"
+        first = f"{fail.file or here}:{fail.row} ({fail.what})"
         if fail.phase == 0 and fail.key == key:
             if fn.name == "__init__" and f.row > fail.row:
                 return f"{first} fails first, on every rank of a pipeline of size >= 2, in `{c.name}.__init__`"
@@ -299,7 +302,8 @@ def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
         if fail.later_ranks_only:
             if fail.key != key or not _later_ranks_only(f):
                 continue
-            later = ((fn.name == "forward" and f.row > fail.row) or (phase_of(fn.name) == SERVE and fn.name != "forward")
+            later = ((fn.name == "forward" and fail.file is None and f.row > fail.row)
+                     or (phase_of(fn.name) == SERVE and fn.name != "forward")
                      or (f.fix_data or {}).get("fails_in") == "serving")
             if later:
                 return (f"{first} fails first, on every rank after the first, when the engine calls "
