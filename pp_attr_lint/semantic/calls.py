@@ -361,8 +361,11 @@ class CallContext(Service):
     (for a :class:`~.model.RankFacts` ``model``; memoized per run).  A call binds as Python and
     torch bind it: ``self.m(...)`` to the first ``m`` on the MRO, ``self.sub.m(...)`` to ``m`` of
     the classes ``self.sub`` may hold, ``self.sub(...)`` to their ``forward`` (``nn.Module.__call__``),
-    and ``AutoWeightsLoader(self).load_weights(...)`` to the ``load_weights`` of every submodule
-    built in ``__init__`` that defines one (vLLM model_executor/models/utils.py, ``_load_module``)."""
+    ``AutoWeightsLoader(self).load_weights(...)`` to the ``load_weights`` of every submodule
+    built in ``__init__`` that defines one (vLLM model_executor/models/utils.py, ``_load_module``),
+    and ``routine(kw=self.sub)`` to what the module-level function ``routine`` calls on ``kw``
+    (:class:`Via`).  ``self.sub`` holds what the instance's own ``__init__``s store, also in a
+    method it inherits."""
 
     def method_node(self, key, fname: str):
         """``(defining class key, class node, function node, lines)`` of method ``fname`` of an
