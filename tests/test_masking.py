@@ -134,6 +134,48 @@ def test_the_routine_case_fails_where_it_says():
     assert all(r["error"] is None for r in outcome["results"] if r["probe"] == "routine_with_proxy")
 
 
+TIED_RECV = """import torch.nn as nn
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = [1.0]
+
+
+class ForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pp_group = get_pp_group()
+        self.lm_head = Head() if self.pp_group.is_last_rank else PPMissingLayer()
+        if config.tie_word_embeddings:
+            if self.pp_group.is_first_rank:
+                self.pp_group.send([1.0], dst=self.pp_group.{dst})
+            else:
+                weight = self.pp_group.recv(src=self.pp_group.first_rank)
+                self.lm_head.weight.copy_(weight)
+"""
+
+
+@pytest.mark.parametrize("dst", ["last_rank", "next_rank"])
+def test_a_recv_that_nothing_answers_is_named_as_the_first_symptom(tmp_path, dst):
+    """sglang-usf's tied Qwen2 head: a middle rank takes the `recv` branch, but the first rank
+    sends only to the last one, so that rank hangs before the placeholder read the finding names;
+    the message says so.  A send to a receiver not named by position (`next_rank`) says nothing."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "model.py").write_text(TIED_RECV.replace("{dst}", dst))
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA101",
+                cwd=tmp_path)
+    found = [f for f in r.json() if f["location"]["row"] == 22]
+    assert len(found) == 1 and found[0]["witness"]["ranks"].startswith("a middle")
+    said = "hangs in the `recv` at line 21: the first rank sends only to the last rank" in found[0]["message"]
+    assert said == (dst == "last_rank")
+    assert any(e.startswith("first, on a middle pipeline-parallel rank") for e in found[0]["explanation"]) == said
+
+
 RUNNER_CHECK = """import inspect
 
 

@@ -243,6 +243,7 @@ def apply_masks(ctx, findings: list, loader_rules=()) -> tuple[list, list]:
     _path, _module, tree, lines = got
     methods = _enclosing(tree)
     add_paths(rf, ctx.module, cands, methods)
+    add_first_waits(rf, cands, methods)
     try:
         fails = construction_failures(rf, tree, lines, ctx.module)
         fails += loader_failures(ctx, tree, lines, methods, loader_rules)
@@ -285,6 +286,41 @@ def add_paths(rf, module: str, findings: list, methods) -> None:
             words = None
         if words is not None and not any(e.startswith("path: ") for e in f.explanation):
             f.explanation = [*f.explanation, f"path: {words} -> line {f.row}"]
+
+
+# the rank of each witness's words (guards.rank_words)
+_RANK_ENVS = (("the first pipeline-parallel rank", {"@first": True, "@last": False}),
+              ("the last pipeline-parallel rank", {"@first": False, "@last": True}),
+              ("a middle pipeline-parallel rank", {"@first": False, "@last": False}))
+
+
+def add_first_waits(rf, findings: list, methods) -> None:
+    """Say, in the message and the ``= why:`` lines of each finding whose witness names one rank,
+    when a ``recv`` of the same function that nothing answers on that rank runs before its line
+    (:func:`~.p2p.unanswered_recv`): the rank waits there forever, and the failure the message
+    names is not the first thing that goes wrong.  ``methods``: :func:`_enclosing` of the module."""
+    from .p2p import unanswered_recv
+
+    for f in findings:
+        words = str((f.witness or {}).get("ranks", ""))
+        env = next((dict(e) for w, e in _RANK_ENVS if words.startswith(w)), None)
+        c, fn = _where(methods, f.row)
+        if env is None or fn is None:
+            continue
+        env.update((k, bool(v)) for k, v in ((f.witness or {}).get("config") or {}).items() if isinstance(v, bool))
+        try:
+            got = unanswered_recv(rf.function_guards(fn, c.name), f.row, env)
+        except Exception:  # noqa: BLE001  (not known: nothing added)
+            got = None
+        if got is None:
+            continue
+        sends = ", ".join(map(str, got.sends))
+        to = " and ".join(f"the {d} rank" for d in got.dsts)
+        why = (f"first, on {words.split(' (')[0]}: the `recv` at line {got.row} waits for the {got.src} rank, which "
+               f"sends only to {to} here (line {sends}): that rank hangs there before it reaches this line")
+        f.message = (f"{f.message} Before that, though, such a rank hangs in the `recv` at line {got.row}: the "
+                     f"{got.src} rank sends only to {to}.")
+        f.explanation = [*f.explanation, why]
 
 
 def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
