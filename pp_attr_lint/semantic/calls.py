@@ -462,6 +462,16 @@ class CallContext(Service):
     def _routine(self, module: str, callee: str):
         """``((module, name), function node, lines)`` of the module-level function ``callee``
         (as written in ``module``) of the analysed code, undecorated; ``None`` otherwise."""
+        memo = self._memo.setdefault("routine", {})
+        if (module, callee) not in memo:
+            memo[(module, callee)] = None
+            try:
+                memo[(module, callee)] = self._routine_uncached(module, callee)
+            except Exception:  # noqa: BLE001  (not followed)
+                pass
+        return memo[(module, callee)]
+
+    def _routine_uncached(self, module: str, callee: str):
         sym = self.r.resolve_dotted(module, callee)
         if sym is None or sym[0] != "function":
             return None
@@ -487,6 +497,8 @@ class CallContext(Service):
         from ..index.summary import scopes_by_line
         from .callsites import rebound
 
+        if not any(len(_self_chain(a, me) or ()) >= 2 for a in [*call.args, *(k.value for k in call.keywords)]):
+            return []  # no submodule handed over: nothing to follow
         callee = dotted_name(call.func)
         summary = self.ctx.project.summary(owner[0])
         scope = scopes_by_line(summary).get((cnode.name, fn.lineno)) if summary else None
@@ -558,6 +570,14 @@ class CallContext(Service):
         of ``get``/``pop``/``keys``/``values``/``items``/``copy``, an ``in`` test, or the argument of
         a call of a module-level function of the analysed code (followed one call deep) that
         uses its parameter the same way; ``None`` when some other use may store any key."""
+        memo = self._memo.setdefault("dict-keys", {})
+        mk = (module, id(fn), name, depth)
+        if mk not in memo:
+            memo[mk] = None  # (a cycle through the same function: not known)
+            memo[mk] = self._dict_keys_uncached(module, fn, name, depth)
+        return memo[mk]
+
+    def _dict_keys_uncached(self, module: str, fn, name: str, depth: int) -> frozenset | None:
         from .callsites import rebound
 
         if rebound(fn, name):
