@@ -492,8 +492,8 @@ class CallContext(Service):
         each call of that parameter in the routine's body (``kw(...)`` runs the submodule's
         ``forward``, ``kw.m(...)`` its ``m``, ``kw.a.m(...)`` ``m`` of ``self.sub.a``), bound as
         the caller's own ``self.sub...`` would be.  Such a call runs on every call of the caller
-        when both calls do.  A routine that rebinds the parameter, or hands it on to another
-        function, adds nothing for it."""
+        when both calls do.  A routine that rebinds the parameter adds nothing for it; a function
+        the routine hands it on to is not followed."""
         from ..index.summary import scopes_by_line
         from .callsites import rebound
 
