@@ -20,6 +20,7 @@ from helpers import REPO, py_files, run_cli
 STUBS = REPO / "fixtures" / "ppstub"
 CASE = REPO / "rules" / "PPA103" / "cases" / "masked_failures"
 SERVING = REPO / "rules" / "PPA202" / "cases" / "wrapper_without_proxy"
+ROUTINE = REPO / "rules" / "PPA202" / "cases" / "routine_argument"
 _MASKED = re.compile(r"#\s*masked\s*:\s*(?P<code>[A-Z]+[0-9]+)\s*$")
 
 
@@ -105,6 +106,74 @@ def test_the_serving_case_fails_where_it_says():
     runs = [r for r in outcome["results"] if r["probe"] == "wrapper_without_proxy"]
     assert all((r["error"] is None) == (r["rank"] == 0) for r in runs)
     assert all(r["error"]["innermost"] == "mysgl/srt/models/qwen2.py:25" for r in runs if r["rank"] > 0)
+
+
+@pytest.mark.parametrize("select", [(), ("--select", "PPA101")], ids=["all", "PPA101"])
+def test_a_submodule_handed_to_a_routine_is_followed(select):
+    """The wrapper hands its language model to a module-level routine (`general_mm_embed_routine(
+    language_model=self.model)`) that calls it: that call is the wrapper's call of the inner
+    `forward`, which gets no `pp_proxy_tensors`; the twin that passes it through the routine's
+    `**kwargs` is not reported."""
+    masked, reported = _run(ROUTINE, *select)
+    assert set(masked) == _masked_annotations(ROUTINE)
+    detail = next(iter(masked.values()))
+    assert detail.startswith("qwen2_vl.py:31 (PPA202: `Qwen2VLForConditionalGeneration.forward` passes no "
+                             "`pp_proxy_tensors` to `Qwen2Model.forward`")
+    if not select:
+        assert reported == {("mysgl/srt/models/qwen2_vl.py", 31, "PPA202")}
+
+
+def test_the_routine_case_fails_where_it_says():
+    outcome = oracle.run_case(ROUTINE)
+    raising = oracle.raising_lines(outcome)
+    for rel, row, code in sorted(_masked_annotations(ROUTINE)):
+        assert f"{rel}:{row}" not in raising
+    runs = [r for r in outcome["results"] if r["probe"] == "routine_without_proxy"]
+    assert all((r["error"] is None) == (r["rank"] == 0) for r in runs)
+    assert all(r["error"]["innermost"] == "mysgl/srt/models/qwen2.py:28" for r in runs if r["rank"] > 0)
+    assert all(r["error"] is None for r in outcome["results"] if r["probe"] == "routine_with_proxy")
+
+
+TIED_RECV = """import torch.nn as nn
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.weight = [1.0]
+
+
+class ForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.pp_group = get_pp_group()
+        self.lm_head = Head() if self.pp_group.is_last_rank else PPMissingLayer()
+        if config.tie_word_embeddings:
+            if self.pp_group.is_first_rank:
+                self.pp_group.send([1.0], dst=self.pp_group.{dst})
+            else:
+                weight = self.pp_group.recv(src=self.pp_group.first_rank)
+                self.lm_head.weight.copy_(weight)
+"""
+
+
+@pytest.mark.parametrize("dst", ["last_rank", "next_rank"])
+def test_a_recv_that_nothing_answers_is_named_as_the_first_symptom(tmp_path, dst):
+    """sglang-usf's tied Qwen2 head: a middle rank takes the `recv` branch, but the first rank
+    sends only to the last one, so that rank hangs before the placeholder read the finding names;
+    the message says so.  A send to a receiver not named by position (`next_rank`) says nothing."""
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "model.py").write_text(TIED_RECV.replace("{dst}", dst))
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA101",
+                cwd=tmp_path)
+    found = [f for f in r.json() if f["location"]["row"] == 22]
+    assert len(found) == 1 and found[0]["witness"]["ranks"].startswith("a middle")
+    said = "hangs in the `recv` at line 21: the first rank sends only to the last rank" in found[0]["message"]
+    assert said == (dst == "last_rank")
+    assert any(e.startswith("first, on a middle pipeline-parallel rank") for e in found[0]["explanation"]) == said
 
 
 RUNNER_CHECK = """import inspect

@@ -19,11 +19,12 @@ from .service import Service
 MAX_CALLER_FILES = 200
 
 
-def accepts(fn: ast.FunctionDef, call: ast.Call) -> bool:
+def accepts(fn: ast.FunctionDef, call: ast.Call, bound: int = 1) -> bool:
     """Whether a call through an instance (``x.m(...)``) can bind to the method ``fn``'s
-    parameters; ``True`` when it cannot be told (``*args``, ``**kwargs``)."""
+    parameters (``bound=0``: a plain call of the function ``fn``); ``True`` when it cannot be
+    told (``*args``, ``**kwargs``)."""
     a = fn.args
-    positional = [p.arg for p in a.posonlyargs + a.args][1:]  # after self
+    positional = [p.arg for p in a.posonlyargs + a.args][bound:]  # after self
     keywords = set(positional) - {p.arg for p in a.posonlyargs} | {p.arg for p in a.kwonlyargs}
     if a.kwarg is None and any(k.arg is not None and k.arg not in keywords for k in call.keywords):
         return False  # a keyword the method does not have
@@ -311,14 +312,31 @@ class CallSite(NamedTuple):
     catches: str | None
     how: str
     node: object = None  # the ``ast.Call`` itself
+    via: object = None  # a :class:`Via` when the call runs the callee through a routine
+
+
+class Via(NamedTuple):
+    """How a :class:`CallSite` reaches its callee through a module-level function (a *routine*)
+    that the caller hands a submodule: ``routine(kw=self.sub)``, whose body calls ``kw(...)`` or
+    ``kw.m(...)``.  ``function``: the routine's ``(module, name)``; ``fn``: its node; ``param``:
+    the parameter bound to the submodule; ``call``: the ``ast.Call`` in the routine that runs the
+    callee; ``spread``: the keyword names the routine's ``**kwargs`` may hold where ``call``
+    passes ``**kwargs`` (those of the caller's call that no named parameter takes, and the
+    constant keys the routine stores), ``None`` when not known or ``call`` spreads another dict."""
+
+    function: tuple
+    fn: object
+    param: str
+    call: object
+    spread: frozenset | None
 
 
 class _SiteWalker(FunctionGuards):
     """A :class:`FunctionGuards` that also records, for every call, whether a handler around it
     catches an ``AttributeError`` and whether a block a call may skip holds it."""
 
-    def __init__(self, fn, lines, cls):
-        super().__init__(fn, lines, cls=cls)
+    def __init__(self, fn, lines, cls, atom_of=None):
+        super().__init__(fn, lines, cls=cls, atom_of=atom_of)
         self.calls: list = []  # (call node, guard, protected, maybe)
 
     def call(self, node, guard, guarded, protected, loops) -> None:
@@ -343,8 +361,11 @@ class CallContext(Service):
     (for a :class:`~.model.RankFacts` ``model``; memoized per run).  A call binds as Python and
     torch bind it: ``self.m(...)`` to the first ``m`` on the MRO, ``self.sub.m(...)`` to ``m`` of
     the classes ``self.sub`` may hold, ``self.sub(...)`` to their ``forward`` (``nn.Module.__call__``),
-    and ``AutoWeightsLoader(self).load_weights(...)`` to the ``load_weights`` of every submodule
-    built in ``__init__`` that defines one (vLLM model_executor/models/utils.py, ``_load_module``)."""
+    ``AutoWeightsLoader(self).load_weights(...)`` to the ``load_weights`` of every submodule
+    built in ``__init__`` that defines one (vLLM model_executor/models/utils.py, ``_load_module``),
+    and ``routine(kw=self.sub)`` to what the module-level function ``routine`` calls on ``kw``
+    (:class:`Via`).  ``self.sub`` holds what the instance's own ``__init__``s store, also in a
+    method it inherits."""
 
     def method_node(self, key, fname: str):
         """``(defining class key, class node, function node, lines)`` of method ``fname`` of an
@@ -364,7 +385,10 @@ class CallContext(Service):
                    and n.name == fname), None) if cnode is not None else None
         return None if fn is None else (owner, cnode, fn, got[3])
 
-    def _classes(self, owner, cnode, fn, chain) -> set | None:
+    def _classes(self, key, owner, cnode, fn, chain) -> set | None:
+        """The classes receiver ``chain`` (``("self", "sub")``) may hold, read in method ``fn``
+        (node ``cnode`` of class ``owner``, which defines it) of an instance of class ``key`` (the
+        ``__init__``s that instance runs say what ``self.sub`` holds); ``None`` when not known."""
         from ..index.summary import scopes_by_line
 
         summary = self.ctx.project.summary(owner[0])
@@ -372,7 +396,7 @@ class CallContext(Service):
         if scope is None:
             return None
         try:
-            got = self.r.chain_candidates(tuple(chain), owner[0], tuple(owner), scope)
+            got = self.r.chain_candidates(tuple(chain), owner[0], tuple(key), scope)
         except Exception:  # noqa: BLE001
             return None
         return {c for c in got or () if c[0] != "<external>" and c[1] is not None} or None
@@ -423,14 +447,181 @@ class CallContext(Service):
                 elif chain:
                     # `self.sub.m(...)`, or `self.sub(...)`: nn.Module.__call__ runs `forward`
                     recv, meth = (chain, f.attr) if chain != (me,) else ((me, f.attr), "forward")
-                    cands = self._classes(owner, cnode, fn, recv)
+                    cands = self._classes(key, owner, cnode, fn, recv)
                     targets = [(c, meth) for c in sorted(cands or ())]
                     how = (f"`{'.'.join(recv)}(...)` runs the submodule's `forward`" if meth == "forward"
                            and recv[-1] == f.attr else f"`{'.'.join(recv)}.{meth}(...)`")
+            plain = ref_chain(f)
+            if plain and plain[0] != me:  # `routine(...)`, `module.routine(...)`
+                out += self._routine_sites((key, fname), owner, cnode, fn, me, call, guard, always, catches)
             for t in targets:
                 if self.m.entry.definer(t[0], t[1]) is not None:
                     out.append(CallSite((key, fname), call.lineno, t, guard, always, catches, how, call))
         return out
+
+    def _routine(self, module: str, callee: str):
+        """``((module, name), function node, lines)`` of the module-level function ``callee``
+        (as written in ``module``) of the analysed code, undecorated; ``None`` otherwise."""
+        memo = self._memo.setdefault("routine", {})
+        if (module, callee) not in memo:
+            memo[(module, callee)] = None
+            try:
+                memo[(module, callee)] = self._routine_uncached(module, callee)
+            except Exception:  # noqa: BLE001  (not followed)
+                pass
+        return memo[(module, callee)]
+
+    def _routine_uncached(self, module: str, callee: str):
+        sym = self.r.resolve_dotted(module, callee)
+        if sym is None or sym[0] != "function":
+            return None
+        got = self.m.reader.module_parsed(sym[1])
+        if got is None:
+            return None
+        fdef = next((n for n in got[2].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == sym[2]), None)
+        if fdef is None or fdef.decorator_list:
+            return None  # a decorator may run anything instead
+        return (sym[1], sym[2]), fdef, got[3]
+
+    def _routine_sites(self, caller, owner, cnode, fn, me: str, call: ast.Call, guard, always: bool,
+                       catches) -> list:
+        """The :class:`CallSite` records of the call ``call`` of method ``fn`` (of ``owner``,
+        node ``cnode``, whose first parameter is ``me``) when it calls a module-level function of
+        the analysed code and hands it a submodule (``routine(kw=self.sub)``, or positionally):
+        each call of that parameter in the routine's body (``kw(...)`` runs the submodule's
+        ``forward``, ``kw.m(...)`` its ``m``, ``kw.a.m(...)`` ``m`` of ``self.sub.a``), bound as
+        the caller's own ``self.sub...`` would be.  Such a call runs on every call of the caller
+        when both calls do.  A routine that rebinds the parameter adds nothing for it; a function
+        the routine hands it on to is not followed."""
+        from ..index.summary import scopes_by_line
+        from .callsites import rebound
+
+        if not any(len(_self_chain(a, me) or ()) >= 2 for a in [*call.args, *(k.value for k in call.keywords)]):
+            return []  # no submodule handed over: nothing to follow
+        callee = dotted_name(call.func)
+        summary = self.ctx.project.summary(owner[0])
+        scope = scopes_by_line(summary).get((cnode.name, fn.lineno)) if summary else None
+        if not callee or scope is None or callee.split(".")[0] in {*scope["params"], *scope["locals"]}:
+            return []
+        got = self._routine(owner[0], callee)
+        if got is None:
+            return []
+        rkey, rfn, rlines = got
+        if not accepts(rfn, call, bound=0):
+            return []
+        handed = {}  # routine parameter -> the caller's `self.sub...` chain handed to it
+        names = [a.arg for a in rfn.args.posonlyargs + rfn.args.args]
+        if not any(isinstance(a, ast.Starred) for a in call.args):
+            handed.update((names[i], a) for i, a in enumerate(call.args) if i < len(names))
+        kw_names = {a.arg for a in rfn.args.args + rfn.args.kwonlyargs}
+        handed.update((k.arg, k.value) for k in call.keywords if k.arg in kw_names)
+        handed = {p: c for p, v in handed.items() if (c := _self_chain(v, me)) and len(c) >= 2 and not rebound(rfn, p)}
+        if not handed:
+            return []
+        classes = {p: self._classes(caller[0], owner, cnode, fn, c) for p, c in handed.items()}
+
+        def defined(node):  # `hasattr(kw, "m")` holds where every class `kw` may hold defines `m`
+            if isinstance(node, ast.Call) and dotted_name(node.func) == "hasattr" and len(node.args) == 2 \
+                    and isinstance(node.args[0], ast.Name) and classes.get(node.args[0].id) \
+                    and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str) \
+                    and all(self.m.entry.definer(c, node.args[1].value) is not None for c in classes[node.args[0].id]):
+                return TRUE
+            return None
+
+        w = _SiteWalker(rfn, rlines, None, atom_of=defined)
+        w.walked()
+        out = []
+        spread = None
+        for inner, iguard, protected, maybe in w.calls:
+            chain = ref_chain(inner.func)
+            if not chain or chain[0] not in handed:
+                continue
+            base = handed[chain[0]]
+            recv, meth = (base + chain[1:-1], chain[-1]) if len(chain) > 1 else (base, "forward")
+            cands = self._classes(caller[0], owner, cnode, fn, recv)
+            if spread is None:
+                spread = (self._spread(rkey[0], rfn, call),)
+            text = f"{callee}({chain[0]}={'.'.join(base)})"
+            how = (f"`{text}` calls `{'.'.join(chain)}(...)` ({rkey[0].rsplit('.', 1)[-1]}.py:{inner.lineno})"
+                   + (", which runs the submodule's `forward`" if meth == "forward" else ""))
+            via = Via(rkey, rfn, chain[0], inner, spread[0])
+            both = always and iguard == TRUE and not maybe and not protected
+            for c in sorted(cands or ()):
+                if self.m.entry.definer(c, meth) is not None:
+                    out.append(CallSite(caller, call.lineno, (c, meth), guard, both,
+                                        catches or _catches(inner, iguard, protected), how, call, via))
+        return out
+
+    def _spread(self, module: str, rfn, call: ast.Call) -> frozenset | None:
+        """The keyword names the ``**kwargs`` of routine ``rfn`` may hold when ``call`` calls it
+        (see :class:`Via`); ``None`` when not known."""
+        if rfn.args.kwarg is None or any(k.arg is None for k in call.keywords):
+            return None
+        named = {a.arg for a in rfn.args.args + rfn.args.kwonlyargs}
+        stored = self._dict_keys(module, rfn, rfn.args.kwarg.arg, 0)
+        if stored is None:
+            return None
+        return frozenset(k.arg for k in call.keywords if k.arg not in named) | stored
+
+    def _dict_keys(self, module: str, fn, name: str, depth: int) -> frozenset | None:
+        """The constant keys function ``fn`` (of ``module``) may store in the dict its parameter ``name`` holds:
+        every use of ``name`` is a spread (``**name``), a subscript by a string constant, a call
+        of ``get``/``pop``/``keys``/``values``/``items``/``copy``, an ``in`` test, or the argument of
+        a call of a module-level function of the analysed code (followed one call deep) that
+        uses its parameter the same way; ``None`` when some other use may store any key."""
+        memo = self._memo.setdefault("dict-keys", {})
+        mk = (module, id(fn), name, depth)
+        if mk not in memo:
+            memo[mk] = None  # (a cycle through the same function: not known)
+            memo[mk] = self._dict_keys_uncached(module, fn, name, depth)
+        return memo[mk]
+
+    def _dict_keys_uncached(self, module: str, fn, name: str, depth: int) -> frozenset | None:
+        from .callsites import rebound
+
+        if rebound(fn, name):
+            return None
+        parents = {id(c): n for n in ast.walk(fn) for c in ast.iter_child_nodes(n)}
+        keys: set = set()
+        for n in ast.walk(fn):
+            if not (isinstance(n, ast.Name) and n.id == name):
+                continue
+            up = parents.get(id(n))
+            if isinstance(up, ast.keyword) and up.arg is None:
+                continue  # `**name`: a copy
+            if isinstance(up, ast.Subscript) and up.value is n:
+                if not (isinstance(up.slice, ast.Constant) and isinstance(up.slice.value, str)):
+                    return None
+                if not isinstance(up.ctx, ast.Load):
+                    keys.add(up.slice.value)
+                continue
+            if isinstance(up, ast.Attribute) and up.attr in ("get", "pop", "keys", "values", "items", "copy") \
+                    and isinstance(parents.get(id(up)), ast.Call) and parents[id(up)].func is up:
+                continue
+            if isinstance(up, ast.Compare) and n is not up.left \
+                    and all(isinstance(o, (ast.In, ast.NotIn)) for o in up.ops):
+                continue
+            handed = self._handed_dict(module, up, n, depth)
+            if handed is None:
+                return None
+            keys |= handed
+        return frozenset(keys)
+
+    def _handed_dict(self, module: str, call, arg, depth: int) -> frozenset | None:
+        """:meth:`_dict_keys` of the parameter that ``call`` (in ``module``) binds ``arg`` to,
+        when ``call`` calls a module-level function of the analysed code; ``None`` otherwise."""
+        if depth > 0 or not isinstance(call, ast.Call) or call.func is arg:
+            return None
+        callee = dotted_name(call.func)
+        got = self._routine(module, callee) if callee else None
+        if got is None or not accepts(got[1], call, bound=0) or any(isinstance(a, ast.Starred) for a in call.args):
+            return None
+        names = [a.arg for a in got[1].args.posonlyargs + got[1].args.args]
+        param = next((k.arg for k in call.keywords if k.value is arg), None)
+        if param is None and arg in call.args and call.args.index(arg) < len(names):
+            param = names[call.args.index(arg)]
+        return None if param is None else self._dict_keys(got[0][0], got[1], param, depth + 1)
 
     def _children_with(self, key, method: str) -> list:
         """The classes of the submodules ``__init__`` of class ``key`` stores in ``self.x`` that
@@ -445,7 +636,7 @@ class CallContext(Service):
             if isinstance(n, ast.Assign) and isinstance(n.value, ast.Call) and me is not None:
                 for t in n.targets:
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me.arg:
-                        for c in sorted(self._classes(owner, cnode, fn, (me.arg, t.attr)) or ()):
+                        for c in sorted(self._classes(key, owner, cnode, fn, (me.arg, t.attr)) or ()):
                             if self.m.entry.definer(c, method) is not None and c not in out:
                                 out.append(c)
         return out

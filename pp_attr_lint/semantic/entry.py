@@ -178,12 +178,22 @@ class ForwardFailure(NamedTuple):
     ranks: tuple
 
 
-def _passes(call, fn, param: str) -> bool:
-    """Whether ``call`` (bound to method ``fn``) passes ``param``, or may (``*args``, ``**kw``)."""
+def _passes(site, fn, param: str) -> bool:
+    """Whether the call of :class:`~.calls.CallSite` ``site`` (bound to method ``fn``) passes
+    ``param``, or may (``*args``, ``**kw``).  Through a routine (``site.via``), the routine's call
+    counts, and its ``**kwargs`` may hold ``param`` only where the routine's caller or the
+    routine itself may put it there (:class:`~.calls.Via` ``spread``)."""
     import ast
 
-    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg in (None, param) for k in call.keywords):
+    via = getattr(site, "via", None)
+    call = site.node if via is None else via.call
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg == param for k in call.keywords):
         return True
+    for k in call.keywords:
+        if k.arg is None and (via is None or via.spread is None or param in via.spread
+                              or not (isinstance(k.value, ast.Name) and via.fn.args.kwarg is not None
+                                      and k.value.id == via.fn.args.kwarg.arg)):
+            return True
     names = [a.arg for a in fn.args.posonlyargs + fn.args.args][1:]
     return param in names and names.index(param) < len(call.args)
 
@@ -243,7 +253,7 @@ def forward_failure(model, key) -> ForwardFailure | None:
         if callee is None or model.forward_accepts(site.callee[0], param) is not True:
             continue
         owner, cnode, fn, lines = callee
-        if _passes(site.node, fn, param):
+        if _passes(site, fn, param):
             continue
         got = _first_use(fn, lines, cnode.name, param)
         if got is not None:

@@ -46,6 +46,7 @@ class Failure(NamedTuple):
     phase: int
     what: str
     later_ranks_only: bool = False  # fails on every rank after the first, not on the first
+    file: str | None = None  # the file of ``row`` when not the checked one (an inherited method)
 
 
 def _enclosing(tree: ast.Module):
@@ -176,9 +177,11 @@ def serving_failures(rf, module: str) -> list[Failure]:
             continue  # (a drafter: whether it runs under PP is not established)
         ff = forward_failure(rf, key)
         if ff is not None:
+            definer = rf.entry.definer(key, "forward") or key
             out.append(Failure(tuple(key), "forward", ff.site.row, SERVE,
                                f"PPA202: `{key[1]}.forward` passes no `{ff.param}` to `{ff.site.callee[0][1]}.forward`, "
-                               f"where `{ff.text}` fails", True))
+                               f"where `{ff.text}` fails", True,
+                               None if definer[0] == module else definer[0].rsplit(".", 1)[-1] + ".py"))
     return out
 
 
@@ -240,6 +243,7 @@ def apply_masks(ctx, findings: list, loader_rules=()) -> tuple[list, list]:
     _path, _module, tree, lines = got
     methods = _enclosing(tree)
     add_paths(rf, ctx.module, cands, methods)
+    add_first_waits(rf, cands, methods)
     try:
         fails = construction_failures(rf, tree, lines, ctx.module)
         fails += loader_failures(ctx, tree, lines, methods, loader_rules)
@@ -284,13 +288,48 @@ def add_paths(rf, module: str, findings: list, methods) -> None:
             f.explanation = [*f.explanation, f"path: {words} -> line {f.row}"]
 
 
+# the rank of each witness's words (guards.rank_words)
+_RANK_ENVS = (("the first pipeline-parallel rank", {"@first": True, "@last": False}),
+              ("the last pipeline-parallel rank", {"@first": False, "@last": True}),
+              ("a middle pipeline-parallel rank", {"@first": False, "@last": False}))
+
+
+def add_first_waits(rf, findings: list, methods) -> None:
+    """Say, in the message and the ``= why:`` lines of each finding whose witness names one rank,
+    when a ``recv`` of the same function that nothing answers on that rank runs before its line
+    (:func:`~.p2p.unanswered_recv`): the rank waits there forever, and the failure the message
+    names is not the first thing that goes wrong.  ``methods``: :func:`_enclosing` of the module."""
+    from .p2p import unanswered_recv
+
+    for f in findings:
+        words = str((f.witness or {}).get("ranks", ""))
+        env = next((dict(e) for w, e in _RANK_ENVS if words.startswith(w)), None)
+        c, fn = _where(methods, f.row)
+        if env is None or fn is None:
+            continue
+        env.update((k, bool(v)) for k, v in ((f.witness or {}).get("config") or {}).items() if isinstance(v, bool))
+        try:
+            got = unanswered_recv(rf.function_guards(fn, c.name), f.row, env)
+        except Exception:  # noqa: BLE001  (not known: nothing added)
+            got = None
+        if got is None:
+            continue
+        sends = ", ".join(map(str, got.sends))
+        to = " and ".join(f"the {d} rank" for d in got.dsts)
+        why = (f"first, on {words.split(' (')[0]}: the `recv` at line {got.row} waits for the {got.src} rank, which "
+               f"sends only to {to} here (line {sends}): that rank hangs there before it reaches this line")
+        f.message = (f"{f.message} Before that, though, such a rank hangs in the `recv` at line {got.row}: the "
+                     f"{got.src} rank sends only to {to}.")
+        f.explanation = [*f.explanation, why]
+
+
 def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
     key = (ctx.module, c.name)
     here = os.path.basename(ctx.file.path)
     for fail in fails:
-        if fail.row == f.row:
+        if fail.row == f.row and fail.file is None:
             continue  # the failure itself
-        first = f"{here}:{fail.row} ({fail.what})"
+        first = f"{fail.file or here}:{fail.row} ({fail.what})"
         if fail.phase == 0 and fail.key == key:
             if fn.name == "__init__" and f.row > fail.row:
                 return f"{first} fails first, on every rank of a pipeline of size >= 2, in `{c.name}.__init__`"
@@ -299,7 +338,8 @@ def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
         if fail.later_ranks_only:
             if fail.key != key or not _later_ranks_only(f):
                 continue
-            later = ((fn.name == "forward" and f.row > fail.row) or (phase_of(fn.name) == SERVE and fn.name != "forward")
+            later = ((fn.name == "forward" and fail.file is None and f.row > fail.row)
+                     or (phase_of(fn.name) == SERVE and fn.name != "forward")
                      or (f.fix_data or {}).get("fails_in") == "serving")
             if later:
                 return (f"{first} fails first, on every rank after the first, when the engine calls "

@@ -66,6 +66,13 @@ def index_kind(node: ast.AST, consts: dict | None = None) -> str | None:
     return None
 
 
+def _layer_count(node: ast.AST) -> bool:
+    """Whether ``node`` reads a model config's layer count (``self.config.num_hidden_layers``)."""
+    c = ref_chain(node)
+    return bool(c) and len(c) >= 2 and c[-1] in LAYER_COUNT_NAMES \
+        and any(p == "config" or p.endswith("_config") for p in c[:-1])
+
+
 def loop_source(it: ast.AST):
     """``(chain, enumerated)`` when a loop walks every slot of ``chain`` (``for x in a.layers``,
     ``enumerate(a.layers)``, ``zip(...)`` is not followed); ``None`` otherwise (slices,
@@ -101,6 +108,8 @@ class PlaceholderCollector(FlowWalker):
         self.aliases: dict[str, tuple | None] = {}
         # lambdas stored as `self.attr = LazyValue(lambda: ...)`: id(lambda) -> attr
         self.lazy: dict[int, str] = {}
+        # locals that may hold a config's layer count: name -> the condition (range_count)
+        self.counts: dict[str, tuple | None] = {}
 
     def use(self, kind: str, chain, attr, node, guard, guarded: bool, extra=None) -> None:
         if self.inner is not None and (chain[0] != self.self_name or chain[0] in self.inner[2]):
@@ -129,7 +138,24 @@ class PlaceholderCollector(FlowWalker):
         rng = self.range_len(it)
         if rng is not None and isinstance(target, ast.Name):  # `for i in range(len(x.layers))`
             return ("#range:" + target.id, (rng, self.iter_info(it, False, False)))
+        counted = self.range_count(it)
+        if counted is not None and isinstance(target, ast.Name):  # `for i in range(config.num_hidden_layers)`
+            return ("#range:" + target.id, (None, self.iter_info(it, False, False), counted))
         return None
+
+    def range_count(self, it: ast.AST) -> tuple | None:
+        """The condition under which ``range(n)`` walks every global layer id: ``n`` reads a
+        config's layer count (``self.config.num_hidden_layers``, :data:`LAYER_COUNT_NAMES`), or
+        is a local assigned once such a count in some branches of a conditional expression and
+        integer constants in the others (``1 if is_nextn else self.config.num_hidden_layers``:
+        when ``not is_nextn``); ``None`` otherwise."""
+        if not (isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range"
+                and len(it.args) == 1 and not it.keywords):
+            return None
+        n = it.args[0]
+        if isinstance(n, ast.Name):
+            return self.counts.get(n.id)
+        return TRUE if _layer_count(n) else None
 
     def iter_info(self, it: ast.AST, enumerated: bool, rewritable: bool = True) -> tuple:
         """(position of the loop's iterable, enumerated, whether a fix can rewrite it)."""
@@ -171,11 +197,22 @@ class PlaceholderCollector(FlowWalker):
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name) \
                 and "#range:" + node.slice.id in loops:
             base = ref_chain(node.value)
-            src, info = loops["#range:" + node.slice.id]
-            if base == src:
-                return (src, f"{'.'.join(base)}[{node.slice.id}]", info,
+            src, info, *_cond = loops["#range:" + node.slice.id]
+            # a range over a config's layer count walks every slot of any list of the layers
+            if base == src or (src is None and base is not None and len(base) >= 2):
+                return (base, f"{'.'.join(base)}[{node.slice.id}]", info,
                         (("#index", *base, ast.dump(node.slice)), (node.slice.id,)))
         return None
+
+    @staticmethod
+    def slot_condition(node: ast.AST, loops: dict) -> tuple:
+        """The condition under which the loop of the slot ``node`` (:meth:`slot`) walks every
+        slot (a local layer count's branch, :meth:`range_count`); ``TRUE`` for any other loop."""
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Name):
+            got = loops.get("#range:" + node.slice.id)
+            if got is not None and len(got) > 2:
+                return got[2]
+        return TRUE
 
     @staticmethod
     def slot_guarded(gchains, attr, guarded) -> bool:
@@ -196,7 +233,34 @@ class PlaceholderCollector(FlowWalker):
                     c = ref_chain(stmt.value) if len(targets) == 1 else None
                     seen = t.id in self.aliases
                     self.aliases[t.id] = c if not seen and guard == TRUE and c is not None and len(c) >= 2 else None
+                    self.count_local(t.id, stmt.value if len(targets) == 1 else None, guard, seen)
         super().stmt(stmt, guard, guarded, protected, loops)
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            for t in targets:
+                if isinstance(t, ast.Name):
+                    loops.pop("#slot:" + t.id, None)  # bound again: no longer the slot
+            slot = self.slot(stmt.value, loops) if isinstance(stmt, ast.Assign) and len(targets) == 1 \
+                and isinstance(targets[0], ast.Name) else None
+            if slot is not None and not protected and not self.slot_guarded(slot[3], None, guarded):
+                # `layer = self.layers[i]`: a later `layer.attr` reads the slot where this ran
+                # (not behind a test of the slot or of `i`, which `layer.attr` no longer sees)
+                loops["#slot:" + targets[0].id] = (*slot, f_and(guard, self.slot_condition(stmt.value, loops)))
+
+    def count_local(self, name: str, value, guard, seen: bool) -> None:
+        """Record in ``counts`` the condition under which local ``name`` holds a config's layer
+        count (see :meth:`range_count`); a name bound more than once holds none."""
+        if seen or name in self.counts or value is None:
+            self.counts[name] = None
+            return
+        conds = []
+        for g, v in branches(value, guard, self.flags):
+            if _layer_count(v):
+                conds.append(g)
+            elif not (isinstance(v, ast.Constant) and isinstance(v.value, int) and not isinstance(v.value, bool)):
+                self.counts[name] = None
+                return
+        self.counts[name] = f_or(*conds) if conds else None
 
     def unpacked_call(self, targets, value, guard, guarded, protected, loops) -> None:
         """``h, r = layer(...)`` in a loop over every slot: a placeholder returns its first
@@ -206,8 +270,8 @@ class PlaceholderCollector(FlowWalker):
         slot = self.slot(value.func, loops)
         if slot is not None:
             src, var, info, gchains = slot
-            self.use("loop", src, "()", value, guard, protected or self.slot_guarded(gchains, None, guarded),
-                     (var, *info))
+            self.use("loop", src, "()", value, f_and(guard, self.slot_condition(value.func, loops)),
+                     protected or self.slot_guarded(gchains, None, guarded), (var, *info))
 
     def assign(self, targets, value, guard) -> None:
         for t in targets:
@@ -245,9 +309,13 @@ class PlaceholderCollector(FlowWalker):
         elif chain is not None and len(chain) == 1 and chain[0] in loops:
             src, info = loops[chain[0]]
             self.use("loop", src, node.attr, node, guard, protected or is_guarded(chain, node.attr, guarded), (chain[0], *info))
+        elif chain is not None and len(chain) == 1 and "#slot:" + chain[0] in loops:
+            src, _var, info, gchains, where = loops["#slot:" + chain[0]]
+            self.use("loop", src, node.attr, node, f_and(guard, where),
+                     protected or self.slot_guarded((*gchains, chain), node.attr, guarded), (chain[0], *info))
         elif isinstance(recv, ast.Subscript) and self.slot(recv, loops) is not None:
             src, var, info, gchains = self.slot(recv, loops)
-            self.use("loop", src, node.attr, node, guard,
+            self.use("loop", src, node.attr, node, f_and(guard, self.slot_condition(recv, loops)),
                      protected or self.slot_guarded(gchains, node.attr, guarded), (var, *info))
         elif isinstance(recv, ast.Subscript):
             base = ref_chain(recv.value)

@@ -70,6 +70,16 @@ def _alias_looped(data: bytes) -> bool:
     return False
 
 
+# a config's layer count (semantic/guards.py LAYER_COUNT_NAMES): `range(config.num_hidden_layers)`
+_COUNT = re.compile(rb"\b(?:num_hidden_layers|num_layers|n_layers?|num_layer)\b")
+
+
+def _counted(data: bytes) -> bool:
+    """Whether ``data`` may index a ``.layers`` list by the ids of a loop over a config's layer
+    count (``for i in range(n)``, ``n`` one of those counts or a local assigned one)."""
+    return b".layers[" in data and b"range(" in data and _COUNT.search(data) is not None
+
+
 class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
     kinds = ("loop",)
 
@@ -79,15 +89,17 @@ class PlaceholderInLoop(placeholder.PlaceholderRule, Rule):
         a ``for`` statement counts unless its body never reads ``var.``, calls ``var(`` or reads a
         slot ``[var].`` / ``[var](``, or opens with ``if isinstance(var, PPMissingLayer)``; any other
         shape (a generator expression) counts, and so does a local aliasing a ``.layers`` list that
-        is looped over (``layers = self.model.layers``).  The list may come from ``make_layers`` in another
-        file (a wrapper looping over ``self.model.layers``), so ``make_layers`` need not occur."""
+        is looped over (``layers = self.model.layers``), and a ``.layers[`` subscript in a file
+        that loops over a config's layer count (``range(config.num_hidden_layers)``).  The list
+        may come from ``make_layers`` in another file (a wrapper looping over
+        ``self.model.layers``), so ``make_layers`` need not occur."""
         i = data.find(b".layers")
         while i >= 0:
             if _WHOLE_LIST.match(data, i) and data.rfind(b" in ", max(0, i - 120), i) >= 0 \
                     and _loop_may_read(data, i):
                 return True
             i = data.find(b".layers", i + 7)
-        return b".layers" in data and _alias_looped(data)
+        return b".layers" in data and (_alias_looped(data) or _counted(data))
 
     def check(self, ctx):
         # one finding per loop (its first unguarded read): the fix rewrites the loop once
@@ -149,5 +161,5 @@ RULE = PlaceholderInLoop(
     fix_applicability="safe",
     needles=("make_layers", placeholder.REGISTER_NEEDLE),
     facts_key=placeholder.FACTS_KEY,
-    version=2,  # the collector records whether a read lies in a deferred body
+    version=3,  # the collector reads loops over a config's layer count
 )

@@ -4,8 +4,17 @@ after the first (see README.md)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from pp_attr_lint import facts as F
 from pp_attr_lint.rule_api import Rule
+
+
+class _Span(NamedTuple):
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
 
 
 class ForwardDropsStageInput(Rule):
@@ -27,7 +36,17 @@ class ForwardDropsStageInput(Rule):
             if ff is None:
                 continue
             node, callee = ff.site.node, ff.site.callee[0]
-            lines = rf.reader.module_parsed(ctx.module)[3]  # the call's file: character columns
+            definer = rf.entry.definer(key, "forward") or key
+            lines = rf.reader.module_parsed(ctx.module)[3]  # the checked file: character columns
+            inherited, at = "", f"line {ff.site.row}"
+            if definer[0] != ctx.module:
+                # `forward` comes from a base in another file: the finding sits on the class
+                cnode = rf.reader.class_node(key)
+                if cnode is None:
+                    continue
+                at = f"{definer[0].rsplit('.', 1)[-1]}.py:{ff.site.row}"
+                inherited = f" (inherited from `{definer[1]}`, {at})"
+                node = _Span(cnode.lineno, cnode.col_offset, cnode.lineno, cnode.col_offset + len(f"class {key[1]}"))
             col, end_col = lines.col(node.lineno, node.col_offset), lines.col(node.end_lineno, node.end_col_offset)
             if any(w in key[1] for w in F.DRAFTER_NAME_WORDS):
                 # a speculative draft model: whether the engine runs it under PP is its settings'
@@ -39,18 +58,19 @@ class ForwardDropsStageInput(Rule):
             ranks = ("every pipeline-parallel rank but the first" if G.implies(G.f_not(G.FIRST), ff.ranks)
                      else G.rank_words(G.satisfying(ff.ranks) or {}))
             where = f"{ff.module.rsplit('.', 1)[-1]}.py:{ff.row}"
-            message = (f"`{key[1]}.forward` takes no `{ff.param}`, so the engine never hands it what a rank after the "
-                       f"first receives, and it calls `{callee[1]}.forward` without it; there `{ff.text}` ({where}) "
+            message = (f"`{key[1]}.forward`{inherited} takes no `{ff.param}`, so the engine never hands it what a "
+                       f"rank after the first receives, and it calls `{callee[1]}.forward` without it; "
+                       f"there `{ff.text}` ({where}) "
                        f"fails on {ranks}: the model cannot run under pipeline parallelism.")
             explanation = [
                 f"the engine loads `{key[1]}` (its module's `EntryClass`) and does not refuse it under pipeline "
                 f"parallelism: no model-runner check that `forward` takes `{ff.param}` is in the analysed code",
-                f"path: the engine calls `{key[1]}.forward` on every rank -> {ff.site.how} (line {ff.site.row}) -> "
+                f"path: the engine calls `{key[1]}.forward` on every rank -> {ff.site.how} ({at}) -> "
                 f"`{callee[1]}.forward`, line {ff.row}: `{ff.text}`",
                 f"`{ff.param}` is `None` there: nothing passes it on this path",
             ]
             out.append(self.finding(ctx, node.lineno, col, node.end_lineno, end_col, message, explanation,
-                                    help=f"Take `{ff.param}=None` in `{key[1]}.forward` and pass it on: "
+                                    help=f"Take `{ff.param}=None` in `{definer[1]}.forward` and pass it on: "
                                          f"`{ff.param}={ff.param}`",
                                     witness={"ranks": ranks, "config": {}}))
         return out
