@@ -192,7 +192,8 @@ class VllmEngine(Service):
         if (dirs, top) in memo:
             return memo[(dirs, top)]
         answer: set | None = None
-        for module, tree, lines in self._package_trees_matching(top, b"pipeline_parallel_size", _MEMBERSHIP_BYTES):
+        for module, tree, lines in self.m.reader.package_trees(top, b"pipeline_parallel_size",
+                                                                    matching=_MEMBERSHIP_BYTES):
             lists = _string_lists(tree)
             if not lists:
                 continue
@@ -211,30 +212,18 @@ class VllmEngine(Service):
         memo[(dirs, top)] = frozenset(answer) if answer is not None else None
         return memo[(dirs, top)]
 
-    def _package_trees_matching(self, top: str, needle: bytes, pattern):
-        """:meth:`TreeReader.package_trees` of ``top`` with ``needle``, parsing only the files
-        whose bytes ``pattern`` (a compiled bytes regular expression) also matches."""
-        for path, module in self.m.reader.tree_file_paths(needle) or ():
-            if (module == top or module.startswith(top + ".")) and pattern.search(self.m.reader.read_bytes(path) or b""):
-                got = self.m.reader.parsed(path, module)
-                if got is not None:
-                    yield module, got[2], got[3]
-
     def _unchanged(self, name: str) -> bool:
         """Whether no file of the analysed tree changes the module-level list ``name`` after its
         binding: no ``name.append(...)`` (or another method that adds), ``name +=``, ``name |=``,
         or a second ``name = ...`` (a plugin extending vLLM's list makes it unknown)."""
-        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:\.\s*(?:append|extend|insert|add|update|__iadd__)\b"
-                         rb"|\+=|\|=|=(?!=))")
+        pat = re.compile(rb"\b" + re.escape(name.encode()) + rb"\s*(?:(?P<adds>\.\s*(?:append|extend|insert|add|update"
+                         rb"|__iadd__)\b|\+=|\|=)|=(?!=))")
         files = self.m.reader.tree_file_paths(name.encode())
         if files is None:
             return False
-        binds = 0
-        for path, _module in files:
-            for m in pat.finditer(self.m.reader.read_bytes(path) or b""):
-                binds += 1 if m.group(0).rstrip().endswith(b"=") and b"+" not in m.group(0) \
-                    and b"|" not in m.group(0) else 2
-        return binds <= 1
+        binds = [m.group("adds") is None for path, _module in files
+                 for m in pat.finditer(self.m.reader.read_bytes(path) or b"")]
+        return all(binds) and len(binds) <= 1  # no addition, and at most its own binding
 
     def _listed_architectures(self, tops: set) -> frozenset | None:
         """The union of :meth:`pp_architectures` of the engines ``tops`` (top-level packages) that

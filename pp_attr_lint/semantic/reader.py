@@ -119,11 +119,14 @@ class TreeReader(Service):
         got = self.module_parsed(key[0])
         return next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == key[1]), None) if got else None
 
-    def package_trees(self, top: str, *needles: bytes):
+    def package_trees(self, top: str, *needles: bytes, matching=None):
         """``(module, tree, lines)`` of the files of package ``top`` among :meth:`tree_files`
-        ``(*needles)`` that parse (another package's code says nothing of this engine)."""
+        ``(*needles)`` that parse (another package's code says nothing of this engine);
+        ``matching``: a compiled bytes regular expression a file's bytes must also match before
+        it is parsed."""
         for path, module in self.tree_file_paths(*needles) or ():
-            if module == top or module.startswith(top + "."):
+            if (module == top or module.startswith(top + ".")) and (
+                    matching is None or matching.search(self.read_bytes(path) or b"")):
                 got = self.parsed(path, module)
                 if got is not None:
                     yield module, got[2], got[3]
