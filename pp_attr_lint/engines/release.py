@@ -69,10 +69,11 @@ class EngineRelease(Service):
                 if not isinstance(st, ast.ImportFrom):
                     continue
                 module = self.r.absolute_module(self.ctx.module, st.module, st.level)
-                if not module or not (module.split(".", 1)[0] in F.ENGINES or module.split(".", 1)[0] == top):
+                its_top = module.split(".", 1)[0] if module else None
+                if its_top is None or not (its_top in F.ENGINES or its_top == top):
                     continue
                 for alias in st.names:
-                    why = self.lacks(module, alias.name, module.split(".", 1)[0] != top)
+                    why = self.lacks(module, alias.name, its_top != top)
                     if why is None:
                         continue
                     if body is tree.body:

@@ -28,6 +28,7 @@ import os
 from typing import NamedTuple
 
 from .entry import LOAD, SERVE, forward_failure, phase_of
+from .guards import rank_words
 
 # rules whose findings, when their witness names no configuration, fail on every rank of a
 # pipeline of size >= 2 in a phase before serving (weight loading)
@@ -289,9 +290,8 @@ def add_paths(rf, module: str, findings: list, methods) -> None:
 
 
 # the rank of each witness's words (guards.rank_words)
-_RANK_ENVS = (("the first pipeline-parallel rank", {"@first": True, "@last": False}),
-              ("the last pipeline-parallel rank", {"@first": False, "@last": True}),
-              ("a middle pipeline-parallel rank", {"@first": False, "@last": False}))
+_RANK_ENVS = tuple((rank_words(env).split(" (", 1)[0], env) for env in (
+    {"@first": True, "@last": False}, {"@first": False, "@last": True}, {"@first": False, "@last": False}))
 
 
 def add_first_waits(rf, findings: list, methods) -> None:
