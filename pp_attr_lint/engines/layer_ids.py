@@ -27,6 +27,7 @@ from ..semantic.constructions import NotEstablished, dotted
 from ..semantic.flow import FlowWalker
 from ..semantic.guards import (FALSE, RANK_ATOMS, RANK_STATES, STAGE_POSITION_NAMES, atoms, f_and,
                                rank_predicate, rank_words, satisfying)
+from ..semantic.layer_builders import builder_sites
 from ..semantic.loader import SKIP_CALL, decides_on_rank
 
 # an accessor's index: the global layer id minus the stage's first layer
@@ -271,8 +272,6 @@ def stub_statement(st) -> bool:
 # (``vllm/model_executor/models/utils.py``: ``PPMissingLayer`` outside ``[start_layer, end_layer)``)
 # and ``i`` walks a config list of global ids or is parsed from a checkpoint weight's name.
 
-# the range attributes a make_layers tuple assigns besides the list (vLLM: start, end, list)
-_RANGE = frozenset({"start_layer", "end_layer"})
 # calls that keep the elements of their (first) iterable
 _PASS_THROUGH = frozenset({"sorted", "list", "set", "tuple", "reversed", "frozenset"})
 
@@ -534,10 +533,12 @@ class ConfigIdReads(FlowWalker):
 
 def config_id_reads(tree, lines) -> list:
     """``[[class, method, def line, list chain, name, id source, attr, line, col, end_line,
-    end_col, fix, unread, places]]`` (``fix``: :meth:`ConfigIdReads.fix_at`; ``unread``: the call
-    of a helper on the way that may test the rank's range; ``places``: what a test of the
-    pipeline position on the way leaves, :meth:`ConfigIdReads.position`); a chain of more than
-    two names is a list of another object, told at check time."""
+    end_col, fix, unread, places, builder]]`` (``fix``: :meth:`ConfigIdReads.fix_at`; ``unread``:
+    the call of a helper on the way that may test the rank's range; ``places``: what a test of the
+    pipeline position on the way leaves, :meth:`ConfigIdReads.position`; ``builder``: the callee
+    that assigns a list of ``self``, which must build a ``make_layers`` list:
+    :func:`~pp_attr_lint.semantic.layer_builders.is_builder`); a chain of more than two names is a
+    list of another object, told at check time."""
     out = []
 
     def source(node):
@@ -545,19 +546,11 @@ def config_id_reads(tree, lines) -> list:
 
     for cls in module_classes(tree):
         methods = [m for m in cls.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-        lists = set()
+        lists: dict = {}  # attr -> the callee that would build it (asked at check time)
         for m in methods:
-            if "make_layers" not in source(m):
-                continue
-            for st in fast_walk(m):
-                if isinstance(st, ast.Assign) and isinstance(st.value, ast.Call) \
-                        and (ref_chain(st.value.func) or ("",))[-1] == "make_layers":
-                    for t in st.targets:
-                        if isinstance(t, ast.Tuple):
-                            names = [c[1] for c in map(ref_chain, t.elts) if c and len(c) == 2 and c[0] == "self"]
-                            rest = [n for n in names if n not in _RANGE]
-                            if len(names) == len(t.elts) == 3 and len(rest) == 1 and set(names) - set(rest) == _RANGE:
-                                lists.add(rest[0])
+            if "end_layer" in source(m):
+                for _st, attr, callee in builder_sites(m):
+                    lists.setdefault(attr, callee)
         for m in methods:
             body = source(m)
             if not any(f"self.{a}[" in body for a in lists) and not LONG_CHAIN.search(body.encode()):
@@ -566,5 +559,6 @@ def config_id_reads(tree, lines) -> list:
                 continue
             r = ConfigIdReads(frozenset(lists), lines, m, {f.name: f for f in methods})
             r.walk()
-            out += [[cls.name, m.name, m.lineno, *rec] for rec in r.out]
+            out += [[cls.name, m.name, m.lineno, *rec, lists.get(rec[0][1]) if len(rec[0]) == 2 else None]
+                    for rec in r.out]
     return out

@@ -7,7 +7,6 @@ from __future__ import annotations
 from .. import facts as F
 from ..model import Finding
 from ..index.spec import RANK_FACTS_KEY as FACTS_KEY  # the key of the collector's facts in a summary
-NEEDLES = (F.PLACEHOLDER_CLASS, F.MAKE_LAYERS)
 # a file that registers a model (a plugin's `ModelRegistry.register_model(...)`) is read too: its
 # registrations tell which models refuse PP (each placeholder rule adds it to its needles)
 REGISTER_NEEDLE = f".{F.REGISTER_METHOD}("

@@ -28,6 +28,7 @@ from .. import facts as F
 from ..index.astutil import dotted_name
 from ..index.astutil import walk as fast_walk
 from .dataflow import CONTAINER, OTHER, SCENARIOS, ValueFlow, own_subtree, self_attr
+from .layer_builders import named_builder
 
 FACTORY = "make_empty_intermediate_tensors_factory"
 
@@ -194,8 +195,7 @@ def layer_stores(c, lines) -> dict:
                 ctor = None
                 v = n.value
                 if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Tuple) and t is n.targets[0].elts[-1] \
-                        and isinstance(v, ast.Call) and (getattr(v.func, "id", None) == "make_layers"
-                                                         or getattr(v.func, "attr", None) == "make_layers"):
+                        and isinstance(v, ast.Call) and named_builder(dotted_name(v.func)):
                     fn = v.args[1] if len(v.args) > 1 else next((k.value for k in v.keywords if k.arg == "layer_fn"), None)
                     if isinstance(fn, ast.Lambda) and isinstance(fn.body, ast.Call):
                         ctor = dotted_name(fn.body.func)
@@ -352,7 +352,7 @@ def layer_class(cls) -> str | None:
     """The class name a ``make_layers`` call of ``cls`` builds its layers with (``lambda prefix:
     DecoderLayer(...)``); ``None`` when not one plain class call."""
     for n in fast_walk(cls):
-        if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", None)) == "make_layers" \
+        if isinstance(n, ast.Call) and named_builder(dotted_name(n.func)) \
                 and len(n.args) >= 2 and isinstance(n.args[1], ast.Lambda) and isinstance(n.args[1].body, ast.Call):
             f = n.args[1].body.func
             return f.id if isinstance(f, ast.Name) else None

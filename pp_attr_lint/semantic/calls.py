@@ -475,14 +475,10 @@ class CallContext(Service):
         sym = self.r.resolve_dotted(module, callee)
         if sym is None or sym[0] != "function":
             return None
-        got = self.m.reader.module_parsed(sym[1])
-        if got is None:
-            return None
-        fdef = next((n for n in got[2].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                     and n.name == sym[2]), None)
+        fdef = self.m.reader.function_node((sym[1], sym[2]))
         if fdef is None or fdef.decorator_list:
             return None  # a decorator may run anything instead
-        return (sym[1], sym[2]), fdef, got[3]
+        return (sym[1], sym[2]), fdef, self.m.reader.module_parsed(sym[1])[3]
 
     def _routine_sites(self, caller, owner, cnode, fn, me: str, call: ast.Call, guard, always: bool,
                        catches) -> list:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import ast
 
-from ..index.astutil import child_nodes, ref_chain, statements_on_lines
+from ..index.astutil import child_nodes, dotted_name, ref_chain, statements_on_lines
 from ..index.astutil import walk as fast_walk
 from .guards import STAGE_WORDS
+from .layer_builders import list_site, named_builder
 
 # calls and names that skip, or decide on, what another rank owns: a lookup in a function that
 # uses one of them in a way not read here is left alone (precision over recall)
@@ -291,11 +292,22 @@ def _catches_key_error(handler) -> bool:
                for t in types)
 
 
+def _list_callee(target, value) -> str | None:
+    """The callee of ``target = value`` when it may assign a make_layers list: a tuple target of a
+    call named ``make_layers``, or :func:`~.layer_builders.list_site`'s shape."""
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Call) and named_builder(dotted_name(value.func)):
+        return dotted_name(value.func)
+    got = list_site(target, value)
+    return None if got is None else got[1]
+
+
 def parameter_lookups(tree, lines) -> dict:
-    """``{"layered": [class names that build or hold a make_layers list], "lookups": [...]}``:
-    each lookup ``[class, line, col, end_line, end_col, dict, key, function, call chain]`` is one
-    ``params_dict[key]`` of a class's ``load_weights`` (or a nested function or a helper it calls)
-    that no skip covers on every path from ``load_weights``."""
+    """``{"layered": {class name: [callees]}, "lookups": [...]}``: the classes that may build or
+    hold a make_layers list, each with the callees of the calls that would build it (whether one
+    does is :func:`~.layer_builders.is_builder`'s to say, at check time); each lookup ``[class,
+    line, col, end_line, end_col, dict, key, function, call chain]`` is one ``params_dict[key]`` of
+    such a class's ``load_weights`` (or a nested function or a helper it calls) that no skip covers
+    on every path from ``load_weights``."""
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     module_funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
@@ -303,27 +315,27 @@ def parameter_lookups(tree, lines) -> dict:
         return lines.span(c)
 
     texts = {c.name: text(c) for c in classes}
-    layered = set()
+    layered: dict = {}
     for c in classes:
         # `self.start_layer, self.end_layer, self.layers = make_layers(...)`: this rank's slice (a
         # list assigned alone, as SGLang's `self.layers = make_layers(...)` without a PP rank, holds
-        # every layer); only the statements whose lines name it are walked
-        if "make_layers" in texts[c.name] and any(
-                isinstance(n, ast.Assign) and isinstance(n.value, ast.Call)
-                and getattr(n.value.func, "id", getattr(n.value.func, "attr", None)) == "make_layers"
-                and any(isinstance(t, ast.Tuple) for t in n.targets) for n in nodes_naming(c, lines, "make_layers")):
-            layered.add(c.name)
+        # every layer); only the statements whose lines name a range attribute are walked
+        callees = set()
+        for word in ("make_layers", "end_layer"):
+            if word in texts[c.name]:
+                callees |= {callee for n in nodes_naming(c, lines, word) if isinstance(n, ast.Assign)
+                            for t in n.targets for callee in [_list_callee(t, n.value)] if callee is not None}
+        if callees:
+            layered[c.name] = callees
     changed = True
     while changed:  # a wrapper that constructs a layered class of this module holds its layers
         changed = False
-        for c in classes:
-            if c.name in layered:  # a class between (OPTModel builds OPTDecoder) holds them too
-                continue
-            called = [name for name in layered if name + "(" in texts[c.name]]
-            if called and any(
-                    isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered
-                    for name in called for n in nodes_naming(c, lines, name + "(")):
-                layered.add(c.name)
+        for c in classes:  # a class between (OPTModel builds OPTDecoder) holds them too
+            called = [name for name in layered if name != c.name and name + "(" in texts[c.name]]
+            got = set().union(*(layered[n.func.id] for name in called for n in nodes_naming(c, lines, name + "(")
+                                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in layered))
+            if not got <= layered.get(c.name, set()):
+                layered[c.name] = layered.get(c.name, set()) | got
                 changed = True
     out = []
     for c in classes:
@@ -335,7 +347,7 @@ def parameter_lookups(tree, lines) -> dict:
             continue
         for rec in uncovered_lookups(lw, methods, module_funcs, lines):
             out.append([c.name, *rec])
-    return {"layered": sorted(layered), "lookups": out}
+    return {"layered": {c: sorted(v) for c, v in sorted(layered.items())}, "lookups": out}
 
 
 def nodes_naming(cls, lines, word: str):

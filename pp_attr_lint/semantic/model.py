@@ -140,6 +140,12 @@ class RankFacts:
         """What stopped the last :meth:`placeholder_condition`, when it is code the run does not have."""
         return self.values.pc_failure
 
+    def is_layer_builder(self, module: str, callee: str | None) -> bool:
+        """Whether ``callee`` (a dotted name called in ``module``) builds a ``make_layers`` list:
+        named so, or a function of the analysed tree that returns one
+        (:meth:`Values.is_layer_builder <pp_attr_lint.semantic.values.Values.is_layer_builder>`)."""
+        return self.values.is_layer_builder(module, callee)
+
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
         return self.values.is_layer_list(key, attr)

@@ -119,6 +119,14 @@ class TreeReader(Service):
         got = self.module_parsed(key[0])
         return next((n for n in got[2].body if isinstance(n, ast.ClassDef) and n.name == key[1]), None) if got else None
 
+    def function_node(self, key):
+        """The top-level function definition ``key`` (``(module, name)``) in its module's tree
+        (:meth:`module_parsed`); ``None`` for a nested function, a module the project lacks or a
+        file that does not parse."""
+        got = self.module_parsed(key[0])
+        return next((n for n in got[2].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == key[1]), None) if got else None
+
     def package_trees(self, top: str, *needles: bytes, matching=None):
         """``(module, tree, lines)`` of the files of package ``top`` among :meth:`tree_files`
         ``(*needles)`` that parse (another package's code says nothing of this engine);

@@ -30,6 +30,8 @@ from ..unjudged import MISSING_CODE
 from .flow import (FlowWalker, bound_in, branches, call_constants, definition_stores, is_guarded, only_called,
                    truthy_only_when)
 from .guards import FIRST, LAST, LAYER_COUNT_NAMES, TRUE, atoms, evaluate, f_and, f_not, f_or, rank_atoms, when
+from .layer_builders import NEEDLES as LIST_NEEDLES
+from .layer_builders import is_builder, list_site
 from .service import Service
 
 # attribute names that vLLM and SGLang models assign a placeholder to on ranks that do not own
@@ -275,13 +277,9 @@ class PlaceholderCollector(FlowWalker):
 
     def assign(self, targets, value, guard) -> None:
         for t in targets:
-            if isinstance(t, ast.Tuple) and isinstance(value, ast.Call) and \
-                    (dotted_name(value.func) or "").rsplit(".", 1)[-1] == F.MAKE_LAYERS:
-                attrs = [e.attr for e in t.elts if isinstance(e, ast.Attribute)
-                         and isinstance(e.value, ast.Name) and e.value.id == self.self_name]
-                rest = [a for a in attrs if a not in F.RANGE_ATTRIBUTES]
-                if len(attrs) == len(t.elts) == 3 and len(rest) == 1:
-                    self.out["lists"].append((self.cls, rest[0], t.lineno, guard))
+            site = list_site(t, value, self.self_name)
+            if site is not None:  # whether the callee builds the list is asked at check time
+                self.out["lists"].append((self.cls, site[0], t.lineno, guard, site[1]))
             if not (isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == self.self_name):
                 continue
             for g, v in branches(value, guard, self.flags):
@@ -448,7 +446,8 @@ def collect(tree: ast.Module, lines) -> dict | None:
     # a function is walked only when its text can hold what this module records: a placeholder
     # assignment (and its real twin beside it), a make_layers list, a read through a name that may
     # hold a placeholder, an alias into lm_head, a tied weight, a fixed slot or a loop of a list
-    triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "tie_weights(", "lm_head =",
+    triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "end_layer", "tie_weights(",
+                                                   "lm_head =",
                                                    ".layers[", ".layers:", ".layers)", ".layers\n"})
 
     def worth(fn) -> bool:
@@ -781,7 +780,8 @@ class Values(Service):
         return [], ""
 
     def _sibling_list_modules(self) -> list:
-        """Modules of this file's package folder whose text calls ``make_layers``."""
+        """Modules of this file's package folder whose text may build a ``make_layers`` list
+        (:data:`~.layer_builders.NEEDLES`)."""
         import os
 
         st = self.ctx.file
@@ -801,7 +801,8 @@ class Values(Service):
             try:
                 stat = os.stat(path)
                 self.ctx.project.touched.setdefault(path, (stat.st_mtime_ns, stat.st_size))  # the result depends on it
-                if F.MAKE_LAYERS.encode() not in read_regular(path):
+                data = read_regular(path)
+                if not any(n in data for n in LIST_NEEDLES):
                     continue
             except OSError:
                 continue
@@ -833,6 +834,14 @@ class Values(Service):
         path = self.ctx.project.path(module)
         return f"{display_path(path) if path else module}:{line}"
 
+    def is_layer_builder(self, module: str, callee: str | None) -> bool:
+        """Whether ``callee`` (a dotted name called in ``module``) builds a ``make_layers`` list
+        (:func:`~.layer_builders.is_builder`; memoized per run)."""
+        memo = self._memo.setdefault("builder", {})
+        if (module, callee) not in memo:
+            memo[(module, callee)] = is_builder(self.r, self.m.reader, module, callee)
+        return memo[(module, callee)]
+
     def list_builder(self, key, attr: str):
         """``(class, guard)``: the first class on ``key``'s MRO that assigns ``attr`` from
         ``make_layers``, and the guard of those assignments; ``None`` when none does."""
@@ -848,7 +857,8 @@ class Values(Service):
             if entry[0] == "<external>":
                 continue
             mf = self.module_facts(entry[0]) or {}
-            built = [(line, g) for c, a, line, g in mf.get("lists", ()) if c == entry[1] and a == attr]
+            built = [(line, g) for c, a, line, g, callee in mf.get("lists", ())
+                     if c == entry[1] and a == attr and self.is_layer_builder(entry[0], callee)]
             if built and ran is not None:
                 methods = self.r.class_record(entry)["methods"]
                 init = methods.get("__init__")

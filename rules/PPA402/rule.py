@@ -13,14 +13,20 @@ _PARAMS_DICT = re.compile(rb"dict\(\s*self\.named_parameters\(")
 class UnownedParameterLoad(Rule):
     def prefilter(self, data: bytes) -> bool:
         """The file builds a parameter dict of ``self`` (``dict(self.named_parameters(...))``) and
-        calls ``make_layers`` (a class of its own builds this rank's slice)."""
-        return b"make_layers(" in data and _PARAMS_DICT.search(data) is not None
+        may build a ``make_layers`` list (a class of its own builds this rank's slice:
+        :data:`~pp_attr_lint.semantic.layer_builders.NEEDLES`)."""
+        # imported here, not at the top: a warm run loads the rules but none of the analysis
+        from pp_attr_lint.semantic.layer_builders import NEEDLES
+
+        return any(n in data for n in NEEDLES) and _PARAMS_DICT.search(data) is not None
 
     def collect(self, tree, lines):
         # the collector runs on every parsed file: a file this rule's prefilter turns down holds
         # nothing it reports (its facts are its own file's only), so skip the walk there
+        from pp_attr_lint.semantic.layer_builders import NEEDLES
+
         text = lines.source
-        if "make_layers(" not in text or "named_parameters(" not in text:
+        if "named_parameters(" not in text or not any(n.decode() in text for n in NEEDLES):
             return None
         from pp_attr_lint.semantic.loader import parameter_lookups
 
@@ -44,7 +50,11 @@ class UnownedParameterLoad(Rule):
         from pp_attr_lint.model import NotJudged
 
         out = []
+        builds = {cls: any(rf.is_layer_builder(ctx.module, c) for c in callees)
+                  for cls, callees in facts["layered"].items()}
         for cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via in facts["lookups"]:
+            if not builds.get(cls):
+                continue  # the call that would build the list is not a make_layers builder
             # the helpers handed the dict that would cover the lookup if each tested what it returns
             verdicts = {(c[0], c[1], tuple(c[2])): rf.helper_tests_keys(cls, c) for s in via for c in s}
             sets = [[(c, verdicts[c[0], c[1], tuple(c[2])]) for c in s] for s in via]
@@ -101,5 +111,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=6,
+    version=7,
 )

@@ -14,7 +14,9 @@ class ConfigLayerIdIndex(Rule):
         # imported here, not at the top: a warm run loads the rules but none of the analysis
         from pp_attr_lint.engines.layer_ids import CONFIG_LAYERS, LONG_CHAIN
 
-        return (b"make_layers" in data or LONG_CHAIN.search(data) is not None) \
+        from pp_attr_lint.semantic.layer_builders import NEEDLES
+
+        return (any(n in data for n in NEEDLES) or LONG_CHAIN.search(data) is not None) \
             and (CONFIG_LAYERS.search(data) is not None or b".split(" in data)
 
     def collect(self, tree, lines):
@@ -32,7 +34,10 @@ class ConfigLayerIdIndex(Rule):
         from pp_attr_lint.semantic.model import RankFacts
 
         rf, out, fixed = RankFacts.of(ctx), [], set()  # fixed: one skip per loop fixes its other reads
-        for cls, method, fline, chain, var, src, attr, line, col, end_line, end_col, at, unread, places in facts:
+        for cls, method, fline, chain, var, src, attr, line, col, end_line, end_col, at, unread, places, builder \
+                in facts:
+            if builder is not None and not rf.is_layer_builder(ctx.module, builder):
+                continue  # `self.<list>` is assigned from a call that builds no make_layers list
             recv, lst, how = ".".join(chain[:-1]), chain[-1], f"`self.{chain[-1]}` is assigned from `make_layers` in `{cls}`"
             if len(chain) > 2:  # a list of another object: the semantic model tells whose
                 owners, how = rf.list_owners(tuple(chain), cls, fline)
@@ -87,6 +92,6 @@ RULE = ConfigLayerIdIndex(
     name="config-layer-id-index",
     summary="a global layer id from a config list indexes a make_layers list",
     fix_applicability="safe",
-    version=6,
+    version=7,
     uses_facts=((FACTS_KEY, collect_facts, 2),),
 )
