@@ -370,6 +370,17 @@ def nodes_naming(cls, lines, word: str):
             yield from (n for x in (case.pattern, case.guard) if x is not None for n in fast_walk(x))
 
 
+def _callee_def(call, methods, module_funcs):
+    """The definition ``call`` runs when it is ``self.m(...)`` of a method of ``methods`` or
+    ``f(...)`` of a module function of ``module_funcs``; ``None`` otherwise."""
+    func = call.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return methods.get(func.attr)
+    if isinstance(func, ast.Name):
+        return module_funcs.get(func.id)
+    return None
+
+
 def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
     name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
@@ -394,6 +405,20 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
             g = LoaderFunction(node, f"{f.qualname}.<locals>.{node.name}", f)
             funcs.append(g)
             todo.append(g)
+    # a call of a method or module function whose own body decides on the rank
+    # (`if self._is_non_local_pp_weight(name): continue`, SGLang 0.5.23 kimi_linear.py) decides
+    # there too, in a way not read here
+    deciding: dict[int, bool] = {}
+    for f in funcs:
+        for call in f.calls:
+            target = _callee_def(call, methods, module_funcs)
+            if target is not None and target is not f.node and target.name != "load_weights":
+                if id(target) not in deciding:
+                    deciding[id(target)] = any(
+                        decides_on_rank(n.id if isinstance(n, ast.Name) else n.attr) for n in _own_nodes(target)
+                        if isinstance(n, (ast.Name, ast.Attribute)))
+                if deciding[id(target)]:
+                    f._decides(target.name, call.lineno)
     # helpers given a parameter dict: self.helper(params_dict, ...) and module_helper(params_dict, ...)
     helpers: dict[str, LoaderFunction] = {}
     for f in list(funcs):
