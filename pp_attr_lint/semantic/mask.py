@@ -17,6 +17,10 @@ PP (:func:`~.entry.forward_failure`); it masks what the same class would fail at
 serving on those ranks (``compute_logits``, a tied head the last rank uses, a line of ``forward``
 after the failing call).
 
+Within one method, a finding of a rule is masked by another of the same rule on the same ranks
+whose line, a statement that fails every time it runs, comes before it on every path
+(:func:`sequential_masks`).
+
 A masked finding is not reported: it becomes a :class:`~pp_attr_lint.model.NotJudged` record
 with the reason ``masked-by``, whose detail names the first failure and the path to it.
 """
@@ -250,25 +254,92 @@ def apply_masks(ctx, findings: list, loader_rules=()) -> tuple[list, list]:
         fails += loader_failures(ctx, tree, lines, methods, loader_rules)
         fails += serving_failures(rf, ctx.module)
     except Exception:  # noqa: BLE001  (nothing established: nothing masked)
-        return findings, []
-    if not fails:
-        return findings, []
+        fails = []
     fails.sort(key=lambda x: (x.phase, x.row))
     subclassed = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", None)
                   for c in tree.body if isinstance(c, ast.ClassDef) for b in c.bases}
     kept, masked = [], []
+    earlier = sequential_masks(cands, methods, os.path.basename(ctx.file.path))
     for f in findings:
         why = None
         if isinstance(f, Finding) and f.code:
             c, fn = _where(methods, f.row)
             if c is not None:
-                why = _masked(rf, ctx, f, c, fn, fails, subclassed)
+                why = _masked(rf, ctx, f, c, fn, fails, subclassed) if fails else None
+                why = why or earlier.get(id(f))
         if why is None:
             kept.append(f)
         else:
             masked.append(NotJudged(code=f.code, reason=MASKED_BY, detail=why, path=f.path, row=f.row,
                                     column=f.column))
     return kept, masked
+
+
+def _simple_path(block: list, row: int) -> tuple | None:
+    """``(block, index)`` of the innermost statement under ``block`` that holds ``row`` and
+    holds it in none of its own blocks (a simple statement, or a compound one whose header
+    holds the row); ``None`` when no statement does."""
+    for i, st in enumerate(block):
+        if st.lineno <= row <= st.end_lineno:
+            subs = [getattr(st, f, None) or [] for f in ("body", "orelse", "finalbody")]
+            subs += [h.body for h in getattr(st, "handlers", None) or ()]
+            for sub in subs:
+                got = _simple_path(sub, row)
+                if got is not None:
+                    return got
+            return block, i
+    return None
+
+
+def _always_fails(st) -> bool:
+    """Whether every part of the simple statement ``st`` runs each time it does: no conditional
+    expression, short-circuit operator or lambda in it (a comprehension's element and filter run
+    for each item, which the rule that reports it has established)."""
+    return not isinstance(st, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)) \
+        and not any(isinstance(n, (ast.IfExp, ast.BoolOp, ast.Lambda)) for n in ast.walk(st))
+
+
+def sequential_masks(findings: list, methods, here: str) -> dict:
+    """``{id(finding): why}`` for each finding of ``findings`` that another one of the same rule
+    and method always precedes on the same ranks (one rule: the verdict does not depend on
+    ``--select``): the earlier one's line is a simple statement
+    that fails every time it runs (:func:`_always_fails`), in a block that holds the later one
+    in a statement after it; both fail on the same ranks (their witnesses' ``ranks``) and every
+    condition of the earlier one's witness is one of the later one's.  Then every path to the
+    later line passes the earlier one first and fails there (SGLang 0.5.23 ``deepseek_v2.py``
+    ``DeepseekV2Model.__init__``: two loops over every slot of ``self.layers``, one after the
+    other).  A later finding with a fix is kept: it is part of the same repair, and one round of
+    ``--fix`` or ``--diff`` then shows all of it."""
+    out: dict = {}
+    by_fn: dict = {}
+    for f in findings:
+        c, fn = _where(methods, f.row)
+        if fn is not None and f.witness and f.witness.get("ranks"):
+            by_fn.setdefault(id(fn), (fn, []))[1].append(f)
+    for fn, fs in by_fn.values():
+        if len(fs) < 2:
+            continue
+        fs.sort(key=lambda x: (x.row, x.column))
+        for k, first in enumerate(fs):
+            path = _simple_path(fn.body, first.row)
+            if path is None:
+                continue
+            block, i = path
+            if not _always_fails(block[i]):
+                continue
+            later = block[i + 1:]
+            cond = first.witness.get("config") or {}
+            for f in fs[k + 1:]:
+                if id(f) in out or f.fix is not None or f.code != first.code \
+                        or f.witness.get("ranks") != first.witness.get("ranks"):
+                    continue
+                if not any(st.lineno <= f.row <= st.end_lineno for st in later):
+                    continue
+                if any((f.witness.get("config") or {}).get(key, not v) != v for key, v in cond.items()):
+                    continue
+                out[id(f)] = (f"{here}:{first.row} ({first.code}) fails first, on {first.witness['ranks']}, "
+                              f"every time this line is reached: it runs before it in `{fn.name}`")
+    return out
 
 
 def add_paths(rf, module: str, findings: list, methods) -> None:
