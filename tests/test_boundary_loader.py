@@ -96,7 +96,7 @@ LOADER = textwrap.dedent('''
 def test_parameter_lookups_finds_the_lookup_no_skip_covers():
     tree, lines = _parse(LOADER)
     got = loader.parameter_lookups(tree, lines)
-    assert got["layered"] == ["Model"]
+    assert got["layered"] == {"Model": ["make_layers"]}
     # the skipped lookup in load_weights is covered; the helper's, handed the dict, is not
     row = LOADER.splitlines().index("        params[name].copy_(w)") + 1
     assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q, _qc, _o, _v in got["lookups"]] == [

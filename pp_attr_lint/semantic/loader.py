@@ -405,20 +405,6 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
             g = LoaderFunction(node, f"{f.qualname}.<locals>.{node.name}", f)
             funcs.append(g)
             todo.append(g)
-    # a call of a method or module function whose own body decides on the rank
-    # (`if self._is_non_local_pp_weight(name): continue`, SGLang 0.5.23 kimi_linear.py) decides
-    # there too, in a way not read here
-    deciding: dict[int, bool] = {}
-    for f in funcs:
-        for call in f.calls:
-            target = _callee_def(call, methods, module_funcs)
-            if target is not None and target is not f.node and target.name != "load_weights":
-                if id(target) not in deciding:
-                    deciding[id(target)] = any(
-                        decides_on_rank(n.id if isinstance(n, ast.Name) else n.attr) for n in _own_nodes(target)
-                        if isinstance(n, (ast.Name, ast.Attribute)))
-                if deciding[id(target)]:
-                    f._decides(target.name, call.lineno)
     # helpers given a parameter dict: self.helper(params_dict, ...) and module_helper(params_dict, ...)
     helpers: dict[str, LoaderFunction] = {}
     for f in list(funcs):
@@ -439,6 +425,22 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
             h.dicts |= {h.params[k + skip_self] for k in passed if k + skip_self < len(h.params)}
             helpers[target.name] = h
             funcs.append(h)
+
+    # a call of a method or module function whose own body decides on the rank
+    # (`if self._is_non_local_pp_weight(name): continue`, SGLang 0.5.23 kimi_linear.py) decides
+    # there too, in a way not read here (a helper handed the dict carries its own decision)
+    deciding: dict[int, bool] = {}
+    for f in funcs:
+        for call in f.calls:
+            target = _callee_def(call, methods, module_funcs)
+            if target is not None and target is not f.node and target.name != "load_weights" \
+                    and target.name not in helpers:  # a helper handed the dict is judged itself
+                if id(target) not in deciding:
+                    deciding[id(target)] = any(
+                        decides_on_rank(n.id if isinstance(n, ast.Name) else n.attr) for n in _own_nodes(target)
+                        if isinstance(n, (ast.Name, ast.Attribute)))
+                if deciding[id(target)]:
+                    f._decides(target.name, call.lineno)
 
     def callers_cover(f: LoaderFunction, k: int, depth: int, trusted: frozenset) -> bool | None:
         """Whether every call of ``f`` covers its ``k``-th parameter (``None``: no call found)."""
