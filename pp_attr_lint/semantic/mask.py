@@ -11,6 +11,7 @@ after them never runs there:
 * weight loading: a ``params_dict[name]`` lookup of the class's ``load_weights`` that no skip
   covers and that every checkpoint reaches (the PPA402 kind, judged whatever rules are selected:
   masking is a fact of the model, not of the output); every rank lacks some layer's weights.
+  It masks serving, and the lines of the same ``load_weights`` after the loop that holds it.
 
 And one on every rank after the first: serving, when the entry class's ``forward`` cannot run under
 PP (:func:`~.entry.forward_failure`); it masks what the same class would fail at later while
@@ -394,6 +395,16 @@ def add_first_waits(rf, findings: list, methods) -> None:
         f.explanation = [*f.explanation, why]
 
 
+def _after_loop(fn, fail_row: int, row: int) -> bool:
+    """Whether ``row`` lies in a statement of ``fn``'s body after the loop, a statement of that
+    body itself, that holds ``fail_row``: ``row`` runs only once the loop is done."""
+    body = getattr(fn, "body", [])
+    at = next((i for i, st in enumerate(body) if st.lineno <= fail_row <= st.end_lineno), None)
+    if at is None or not isinstance(body[at], (ast.For, ast.AsyncFor, ast.While)):
+        return False
+    return any(st.lineno <= row <= st.end_lineno for st in body[at + 1:])
+
+
 def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
     key = (ctx.module, c.name)
     here = os.path.basename(ctx.file.path)
@@ -416,6 +427,9 @@ def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
                 return (f"{first} fails first, on every rank after the first, when the engine calls "
                         f"`{c.name}.forward`; this line fails only later, on such a rank")
             continue
+        if fail.phase == LOAD and fail.key == key and fail.file is None and _after_loop(fn, fail.row, f.row):
+            return (f"{first} fails first, on every rank of a pipeline of size >= 2: the loop over the "
+                    f"checkpoint that holds it runs before this line in `{c.name}.{fn.name}`")
         if fail.phase == LOAD and phase_of(fn.name) == SERVE:
             steps = _entry_path(rf, ctx.module, fail, key, fn.name)
             if steps is not None:
