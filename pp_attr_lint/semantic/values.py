@@ -446,8 +446,9 @@ def collect(tree: ast.Module, lines) -> dict | None:
     # a function is walked only when its text can hold what this module records: a placeholder
     # assignment (and its real twin beside it), a make_layers list, a read through a name that may
     # hold a placeholder, an alias into lm_head, a tied weight, a fixed slot or a loop of a list
-    triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "end_layer", "tie_weights(",
-                                                   "lm_head =",
+    triggers = tuple({f".{n}." for n in names} | {F.PLACEHOLDER_CLASS, F.MAKE_LAYERS, "tie_weights(", "lm_head =",
+                                                   # a range unpacked beside a list (layer_builders.list_site)
+                                                   "end_layer =", "end_layer, self.", "end_layer,\n",
                                                    ".layers[", ".layers:", ".layers)", ".layers\n"})
 
     def worth(fn) -> bool:
