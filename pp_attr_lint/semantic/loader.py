@@ -370,15 +370,17 @@ def nodes_naming(cls, lines, word: str):
             yield from (n for x in (case.pattern, case.guard) if x is not None for n in fast_walk(x))
 
 
-def _callee_def(call, methods, module_funcs):
-    """The definition ``call`` runs when it is ``self.m(...)`` of a method of ``methods`` or
-    ``f(...)`` of a module function of ``module_funcs``; ``None`` otherwise."""
+def _callee_def(call, methods, module_funcs) -> tuple:
+    """``(definition, offset)``: the definition ``call`` runs when it is ``self.m(...)`` of a
+    method of ``methods`` (offset 1: ``self`` takes the first parameter) or ``f(...)`` of a module
+    function of ``module_funcs`` (offset 0); ``(None, 0)`` otherwise."""
     func = call.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
-        return methods.get(func.attr)
-    if isinstance(func, ast.Name):
-        return module_funcs.get(func.id)
-    return None
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self" \
+            and func.attr in methods:
+        return methods[func.attr], 1
+    if isinstance(func, ast.Name) and func.id in module_funcs:
+        return module_funcs[func.id], 0
+    return None, 0
 
 
 def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
@@ -410,13 +412,8 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     for f in list(funcs):
         dicts = f.all_dicts()
         for call in f.calls:
-            target = None
-            if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) \
-                    and call.func.value.id == "self" and call.func.attr in methods and call.func.attr != "load_weights":
-                target, skip_self = methods[call.func.attr], 1
-            elif isinstance(call.func, ast.Name) and call.func.id in module_funcs:
-                target, skip_self = module_funcs[call.func.id], 0
-            if target is None or target.name in helpers:
+            target, skip_self = _callee_def(call, methods, module_funcs)
+            if target is None or (skip_self and target.name == "load_weights") or target.name in helpers:
                 continue
             passed = [k for k, a in enumerate(call.args) if isinstance(a, ast.Name) and a.id in dicts]
             if not passed:
@@ -432,7 +429,7 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     deciding: dict[int, bool] = {}
     for f in funcs:
         for call in f.calls:
-            target = _callee_def(call, methods, module_funcs)
+            target = _callee_def(call, methods, module_funcs)[0]
             if target is not None and target is not f.node and target.name != "load_weights" \
                     and target.name not in helpers:  # a helper handed the dict is judged itself
                 if id(target) not in deciding:

@@ -266,8 +266,7 @@ def apply_masks(ctx, findings: list, loader_rules=()) -> tuple[list, list]:
         if isinstance(f, Finding) and f.code:
             c, fn = _where(methods, f.row)
             if c is not None:
-                why = _masked(rf, ctx, f, c, fn, fails, subclassed) if fails else None
-                why = why or earlier.get(id(f))
+                why = _masked(rf, ctx, f, c, fn, fails, subclassed) or earlier.get(id(f))
         if why is None:
             kept.append(f)
         else:
