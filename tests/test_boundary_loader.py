@@ -184,3 +184,53 @@ def test_a_helper_whose_returns_are_not_read_is_unread():
             params_dict = {}
             return None
         ''')[0] == "unread"
+
+
+RANGE = "(layer_id < self.model.start_layer or layer_id >= self.model.end_layer)"
+
+
+def test_a_range_skip_is_read_by_what_its_test_implies():
+    """``guards.layer_range_skip``: a skip true for every index outside ``[start_layer,
+    end_layer)`` covers; one that needs another test, or skips one end only, does not."""
+    from pp_attr_lint.semantic.guards import layer_range_skip
+
+    def read(test):
+        return layer_range_skip(ast.parse(test, mode="eval").body)
+
+    assert read(f"layer_id is not None and {RANGE}") == ("layer_id", ())
+    assert read("layer_id is not None and not self.start_layer <= layer_id < self.end_layer") == ("layer_id", ())
+    assert read("self.model.end_layer <= layer_id or self.model.start_layer > layer_id") == ("layer_id", ())
+    assert read(f'layer_id is not None and hasattr(self.model, "start_layer") and {RANGE}') == (
+        "layer_id", (("self.model", "start_layer"),))
+    assert read(f"layer_id is not None and not is_nextn and {RANGE}") is None  # another test it needs
+    assert read("layer_id is not None and layer_id < self.model.start_layer") is None  # one end only
+    assert read(f"{RANGE.replace(' or ', ' and ')}") is None  # never true
+    assert read("i < self.start_layer or j >= self.end_layer") is None  # two indices
+
+
+def test_a_range_skip_covers_the_names_its_index_comes_from():
+    source = textwrap.dedent(f'''
+        class Model(nn.Module):
+            def __init__(self, config):
+                self.model = Inner()
+                self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: Layer(config))
+
+            def load_weights(self, weights):
+                params_dict = dict(self.named_parameters())
+                for name, w in weights:
+                    layer_id = get_layer_id(name)
+                    if layer_id is not None and {RANGE}:
+                        continue
+                    params_dict[name].copy_(w)
+    ''')
+    tree, lines = _parse(source)
+    assert loader.parameter_lookups(tree, lines)["lookups"] == []
+    # with SGLang's `hasattr`, the lookup is covered only if the receiver has the attribute,
+    # which `check` decides: the record names that condition
+    sglang = source.replace("layer_id is not None and", 'layer_id is not None and hasattr(self.model, "start_layer") and')
+    tree, lines = _parse(sglang)
+    (rec,) = loader.parameter_lookups(tree, lines)["lookups"]
+    assert rec[-2] is None and rec[-1] == [[["hasattr", "self.model", ["start_layer", 7], 11]]]
+    # a test on another name covers nothing
+    tree, lines = _parse(source.replace("get_layer_id(name)", "get_layer_id(other)"))
+    assert len(loader.parameter_lookups(tree, lines)["lookups"]) == 1

@@ -330,3 +330,82 @@ def formula(node: ast.AST, names: dict | None = None, atom_of=None) -> tuple:
         if got is not None:
             return got
     return atom(node, names)
+
+
+# the ends of this rank's slice of the layers (vLLM's and SGLang's `make_layers`): an index below
+# `start_layer` or at or above `end_layer` belongs to another pipeline-parallel rank
+_SLICE_ENDS = {"start_layer": "below", "end_layer": "above"}
+_FLIP = {ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
+def _slice_side(left, op, right) -> tuple | None:
+    """The atom of one comparison of a layer index with an end of this rank's slice:
+    ``("a", "@below i")`` for ``i < x.start_layer``, ``("a", "@above i")`` for
+    ``i >= x.end_layer`` (their negations for ``>=`` / ``<``, either side), ``("a", "@id i")`` for
+    ``i is not None`` (negated for ``is None``); ``None`` for any other comparison."""
+    if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(left, ast.Name) \
+            and isinstance(right, ast.Constant) and right.value is None:
+        a = ("a", f"@id {left.id}")
+        return a if isinstance(op, ast.IsNot) else f_not(a)
+    if type(op) not in _FLIP:
+        return None
+    if isinstance(left, ast.Attribute) and isinstance(right, ast.Name):  # `x.start_layer > i`
+        left, right, op = right, left, _FLIP[type(op)]()
+    if not (isinstance(left, ast.Name) and isinstance(right, ast.Attribute) and right.attr in _SLICE_ENDS):
+        return None
+    side = _SLICE_ENDS[right.attr]
+    a = ("a", f"@{side} {left.id}")
+    if side == "below":  # i < start (outside) / i >= start (inside)
+        out = {ast.Lt: True, ast.GtE: False}.get(type(op))
+    else:  # i >= end (outside) / i < end (inside)
+        out = {ast.GtE: True, ast.Lt: False}.get(type(op))
+    if out is None:
+        return None  # `i <= x.start_layer`, `i > x.end_layer`: not the slice's ends
+    return a if out else f_not(a)
+
+
+def layer_range_skip(test: ast.AST) -> tuple | None:
+    """Whether ``test``, the test of an ``if`` whose body skips the item (``continue``), is
+    true for every layer index outside this rank's ``[start_layer, end_layer)``: vLLM's and
+    SGLang's loaders skip the checkpoint names of the layers another pipeline-parallel rank owns
+    with ``if layer_id is not None and (layer_id < self.model.start_layer or layer_id >=
+    self.model.end_layer): continue`` (SGLang 0.5.23 ``srt/models/*.py``), or ``not
+    self.start_layer <= layer_id < self.end_layer``.
+
+    Returns ``(index name, conditions)``: ``conditions`` is ``()`` when the test holds for every
+    such index (given ``index is not None``), else the ``(receiver text, attribute)`` of each
+    ``hasattr(receiver, "attribute")`` it needs as well (SGLang's ``hasattr(self.model,
+    "start_layer")``, false when the inner model holds no range, which a caller decides).
+    ``None`` when the test reads anything else it needs (``and not is_nextn``), compares more than
+    one index, or names no end of the slice."""
+    hasattrs: dict[str, tuple] = {}
+
+    def atom_of(node):
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            sides = [_slice_side(a, op, b) for a, op, b in zip(parts, node.ops, parts[1:])]
+            return None if any(s is None for s in sides) else f_and(*sides)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "hasattr" \
+                and len(node.args) == 2 and not node.keywords and isinstance(node.args[1], ast.Constant) \
+                and isinstance(node.args[1].value, str) and ref_chain(node.args[0]) is not None:
+            cond = (".".join(ref_chain(node.args[0])), node.args[1].value)
+            name = f"@hasattr {cond[0]} {cond[1]}"
+            hasattrs[name] = cond
+            return ("a", name)
+        return None
+
+    f = formula(test, atom_of=atom_of)
+    names = atoms(f)
+    if len(names) > 8:
+        return None
+    index = {n.split(" ", 1)[1] for n in names if n.startswith(("@below ", "@above ", "@id "))}
+    if len(index) != 1 or not any(n.startswith(("@below ", "@above ")) for n in names):
+        return None
+    i = index.pop()
+    outside = f_and(*([("a", f"@id {i}")] if f"@id {i}" in names else []),
+                    f_or(("a", f"@below {i}"), ("a", f"@above {i}")))
+    if implies(outside, f):
+        return i, ()
+    if hasattrs and implies(f_and(outside, *(("a", n) for n in hasattrs)), f):
+        return i, tuple(hasattrs[n] for n in sorted(hasattrs))
+    return None

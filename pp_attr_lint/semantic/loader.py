@@ -18,7 +18,7 @@ import ast
 
 from ..index.astutil import child_nodes, dotted_name, ref_chain, statements_on_lines
 from ..index.astutil import walk as fast_walk
-from .guards import STAGE_WORDS
+from .guards import STAGE_WORDS, layer_range_skip
 from .layer_builders import list_site, named_builder
 
 # calls and names that skip, or decide on, what another rank owns: a lookup in a function that
@@ -50,6 +50,12 @@ def _own_nodes(fn, scopes: list | None = None):
             continue
         yield node
         stack.extend(child_nodes(node))
+
+
+def _skips_item(body) -> bool:
+    """A block that only skips the item: ``continue``, or a bare ``return`` (a helper per name)."""
+    return len(body) == 1 and (isinstance(body[0], ast.Continue)
+                               or (isinstance(body[0], ast.Return) and body[0].value is None))
 
 
 def _literal(node) -> bool:
@@ -94,15 +100,25 @@ class LoaderFunction:
         # body of an `if` and its `else:`, and a loop's body and its `else:` (run when no
         # iteration broke out: a test in the body that skips to the next item never ran for it)
         self.apart: list[tuple[int, int, int, int]] = []
-        # (line, name, callee id): a name computed by a call handed a parameter dict (see
-        # checked_by_callee); a guard only where its helper is trusted
-        self.callee_guards: list[tuple[int, str, tuple]] = []
+        # (line, name, conditions): a name computed by a call handed a parameter dict (see
+        # checked_by_callee), or skipped by a range skip that needs a `hasattr` (see
+        # _range_skip); a guard only where each condition (a callee id) is trusted
+        self.callee_guards: list[tuple[int, str, frozenset]] = []
+        # the first line of the outermost function this one lies in (its scope for a receiver)
+        self.top_line = fn.lineno if parent is None else parent.top_line
+        read: set[int] = set()  # ids of the nodes of range skips read here (they decide nothing unread)
+        skips: list = []  # (line, index name, conditions) of each range skip
         scopes: list = []
         self.assigns: list = []  # the Assign and NamedExpr nodes of the own body, in walk order
         joined: set[int] = set()  # ids of membership tests that decide only with another operand
         for node in _own_nodes(fn, scopes):
             if isinstance(node, ast.BoolOp):  # met before the tests in it (the walk is top-down)
                 _joined_tests(node, False, frozenset(), joined)
+            if isinstance(node, ast.If) and _skips_item(node.body):  # met before its test's nodes
+                got = self._range_skip(node.test)
+                if got is not None:
+                    skips.append((node.lineno, *got))
+                    read.update(id(n) for n in fast_walk(node.test))
             if isinstance(node, (ast.Assign, ast.NamedExpr)):
                 self.assigns.append(node)
             if isinstance(node, ast.Assign) and _params_dict_call(node.value):
@@ -122,6 +138,8 @@ class LoaderFunction:
                 for n in fast_walk(node.target):
                     if isinstance(n, ast.Name):
                         self.derived.setdefault(n.id, set()).update(used)
+            if id(node) in read:
+                continue
             if isinstance(node, ast.Name) and decides_on_rank(node.id):
                 self._decides(node.id, node.lineno)
             elif isinstance(node, ast.Attribute) and decides_on_rank(node.attr):
@@ -152,6 +170,28 @@ class LoaderFunction:
 
         # the functions defined in the own body (not in a nested class or lambda)
         self.defs = [n for n in scopes if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+        for line, index, conditions in skips:  # a skip of the names the index was computed from
+            names = self.roots(index) - {"self", index}
+            for n in names:
+                if conditions:
+                    self.callee_guards.append((line, n, conditions))
+                else:
+                    self.guards.append((line, n, frozenset()))
+
+    def _range_skip(self, test) -> tuple | None:
+        """``(index name, conditions)`` of :func:`~.guards.layer_range_skip` for the test of an
+        ``if`` that skips the item; ``conditions`` a frozenset of callee ids ``("hasattr",
+        receiver, (attribute, first line of the outermost function))``, which ``check`` decides
+        (whether the receiver's class has the attribute).  ``None`` when it is no range skip, or
+        needs a ``hasattr`` of a receiver not reached from ``self`` in a method."""
+        got = layer_range_skip(test)
+        if got is None:
+            return None
+        index, conds = got
+        method = self.parent is not None or self.params[:1] == ["self"]
+        if conds and not (method and all(c[0].split(".")[0] == "self" for c in conds)):
+            return None
+        return index, frozenset(("hasattr", c[0], (c[1], self.top_line)) for c in conds)
 
     def _decides(self, name: str, line: int) -> None:
         if self.opaque is None or line < self.opaque[1]:
@@ -170,7 +210,7 @@ class LoaderFunction:
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names = [n.id for t in targets for n in fast_walk(t) if isinstance(n, ast.Name)]
             for c in calls:
-                cid = callee_id(c, dicts)
+                cid = frozenset([callee_id(c, dicts)])
                 self.callee_guards.extend((node.lineno, n, cid) for n in names)
 
     def all_dicts(self) -> set[str]:
@@ -200,8 +240,8 @@ class LoaderFunction:
         strings = names - self.all_dicts()  # the key and the strings it was made from
         return any(gl <= line and g in names and not (within & strings) and self._reaches(gl, line)
                    for gl, g, within in self.guards) or any(a <= line <= b for a, b in self.catches) or any(
-            gl <= line and g in names and cid in trusted and self._reaches(gl, line)
-            for gl, g, cid in self.callee_guards)
+            gl <= line and g in names and needs <= trusted and self._reaches(gl, line)
+            for gl, g, needs in self.callee_guards)
 
     def _reaches(self, guard: int, line: int) -> bool:
         """Whether a test at line ``guard`` can have run on the way to ``line``: not when it lies
@@ -489,8 +529,9 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     # the helpers handed a parameter dict whose result may be a key (first line of a call each)
     first: dict[tuple, int] = {}
     for f in funcs:
-        for line, _n, cid in f.callee_guards:
-            first[cid] = min(line, first.get(cid, line))
+        for line, _n, needs in f.callee_guards:
+            for cid in needs:
+                first[cid] = min(line, first.get(cid, line))
     cids = sorted(first)
     for f in funcs:
         dicts = f.all_dicts()

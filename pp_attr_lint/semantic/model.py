@@ -166,6 +166,11 @@ class RankFacts:
         """Classes ``chain`` may be in the function at ``fline`` of class ``cls`` of this file."""
         return self.values.receiver_classes(chain, cls, fline)
 
+    def has_attribute(self, chain: tuple, attr: str, cls: str | None, fline: int) -> tuple:
+        """:meth:`Values.has_attribute <pp_attr_lint.semantic.values.Values.has_attribute>`:
+        whether ``hasattr(<chain>, attr)`` holds there (``True``/``False``/``None``, and why)."""
+        return self.values.has_attribute(chain, attr, cls, fline)
+
     def list_owners(self, chain: tuple, cls: str | None, fline: int):
         """:meth:`Values.list_owners <pp_attr_lint.semantic.values.Values.list_owners>`; see
         :attr:`owner_failure` for why it found none."""

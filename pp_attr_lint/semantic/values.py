@@ -810,6 +810,29 @@ class Values(Service):
             out.append(f"{package}.{name[:-3]}")
         return out
 
+    def has_attribute(self, chain: tuple, attr: str, cls: str | None, fline: int) -> tuple:
+        """Whether ``hasattr(<chain>, attr)`` holds in the function at ``fline`` of class ``cls``
+        of this file: ``(True, what)`` when every class ``chain`` may be sets or declares ``attr``
+        (:meth:`Resolver.attribute_status <pp_attr_lint.resolve.Resolver.attribute_status>`
+        ``"present"``), ``(False, what)`` when none can have it (``"absent"``), ``(None, why)``
+        when that cannot be told (the receiver's class is not known, or a candidate's bases or
+        attribute writes cannot be read).  ``what``/``why`` is a clause for a message.  Nothing is
+        raised."""
+        from ..resolve import NONE_KEY
+
+        text = ".".join(chain)
+        owners = self.receiver_classes(tuple(chain), cls, fline)
+        if not owners or NONE_KEY in owners:
+            return None, f"the class of `{text}` is not known"
+        status = {k: self._status(k, attr) for k in sorted(owners)}
+        names = " | ".join(k[1] for k in status)
+        if all(v == "present" for v in status.values()):
+            return True, f"`{text}` is a `{names}`, which has `{attr}`"
+        if all(v == "absent" for v in status.values()):
+            return False, (f"`{text}` is a `{names}`, which has no attribute `{attr}` (no class on its MRO "
+                           f"sets or declares it)")
+        return None, f"whether `{text}` (a `{names}`) has `{attr}` cannot be told"
+
     def _status(self, key, attr: str) -> str:
         try:
             return self.r.attribute_status(key, attr)

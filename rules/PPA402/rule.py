@@ -56,7 +56,7 @@ class UnownedParameterLoad(Rule):
             if not builds.get(cls):
                 continue  # the call that would build the list is not a make_layers builder
             # the helpers handed the dict that would cover the lookup if each tested what it returns
-            verdicts = {(c[0], c[1], tuple(c[2])): rf.helper_tests_keys(cls, c) for s in via for c in s}
+            verdicts = {(c[0], c[1], tuple(c[2])): _verdict(rf, cls, c) for s in via for c in s}
             sets = [[(c, verdicts[c[0], c[1], tuple(c[2])]) for c in s] for s in via]
             if any(all(v[0] == "tests" for _c, v in s) for s in sets):
                 continue
@@ -77,12 +77,18 @@ class UnownedParameterLoad(Rule):
                 continue
             if unread is not None:  # covered if a helper whose body is not read tests what it returns
                 c, v = next((c, v) for c, v in unread if v[0] == "unread")
+                detail = (f"the range skip at line {c[3]} skips the other ranks' layers only when "
+                          f"`hasattr({c[1]}, \"{c[2][0]}\")`, and {v[1]}" if c[0] == "hasattr" else
+                          f"`{key}` comes from `{c[1]}(...)` (line {c[3]}), handed `{dname}`: the lookup is covered "
+                          f"only if it tests every name it returns against it, and {v[1]}")
                 out.append(NotJudged(code=self.code, reason=v[2], path=ctx.file.path, row=line, column=col + 1,
-                                     detail=f"`{key}` comes from `{c[1]}(...)` (line {c[3]}), handed `{dname}`: the "
-                                     f"lookup is covered only if it tests every name it returns against it, and {v[1]}"))
+                                     detail=detail))
                 continue
-            untested = [f"`{c[1]}(...)` (line {c[3]}) is handed `{dname}` but does not test every name it returns "
+            untested = [f"the range skip at line {c[3]} never skips: `hasattr({c[1]}, \"{c[2][0]}\")` is False, "
+                        f"{v[1]}" if c[0] == "hasattr" else
+                        f"`{c[1]}(...)` (line {c[3]}) is handed `{dname}` but does not test every name it returns "
                         f"against it: {v[1]}" for s in sets for c, v in s if v[0] == "untested"]
+            dead_skip = any(c[0] == "hasattr" and v[0] == "untested" for s in sets for c, v in s)
             where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
             message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
                        f"parameters without skipping the layers another pipeline-parallel rank owns: "
@@ -97,9 +103,12 @@ class UnownedParameterLoad(Rule):
                            "fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
                            "(rank 0 for the last layers, rank > 0 for the first)"]
             out += rf.unless_refused(self.code, cls, [self.finding(ctx, line, col, end_line, end_col, message, explanation,
-                                    help=f"Skip the names of layers another rank owns before the lookup: "
-                                         f"`if is_pp_missing_parameter({key}, self): continue` (`return` in a "
-                                         f"helper)",
+                                    help=(f"Make the range skip's `hasattr` test the model that holds "
+                                          f"`start_layer`, or skip with `if is_pp_missing_parameter({key}, self): "
+                                          f"continue`" if dead_skip else
+                                          f"Skip the names of layers another rank owns before the lookup: "
+                                          f"`if is_pp_missing_parameter({key}, self): continue` (`return` in a "
+                                          f"helper)"),
                                     witness={"ranks": "every pipeline-parallel rank that does not own the weight's "
                                                       "layer",
                                              "config": {"checkpoint holds the tensors the quantization config maps "
@@ -107,9 +116,24 @@ class UnownedParameterLoad(Rule):
         return out
 
 
+def _verdict(rf, cls: str, c) -> tuple:
+    """``(verdict, clause, reason)`` of one condition a covering skip needs (an entry of a
+    lookup's ``via``): a helper handed the dict (:meth:`RankFacts.helper_tests_keys`), or a
+    ``hasattr(receiver, attribute)`` of a range skip (``["hasattr", receiver, [attribute, first
+    line of the function], line]``), decided on the receiver's class (``stage-guard`` when it
+    cannot be told)."""
+    if c[0] != "hasattr":
+        return rf.helper_tests_keys(cls, c)
+    attr, fline = c[2]
+    got, what = rf.has_attribute(tuple(c[1].split(".")), attr, cls, fline)
+    if got is None:
+        return "unread", what, "stage-guard"
+    return ("tests" if got else "untested"), what, None
+
+
 RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=7,
+    version=8,
 )
