@@ -185,13 +185,27 @@ def rank_atoms(f) -> set:
     return atoms(f) & RANK_ATOMS
 
 
+# the words that open a finding's witness ranks (``Finding.witness["ranks"]``), in one place:
+# masking reads them back (:func:`later_ranks_only`)
+FIRST_RANK_WORDS = "the first pipeline-parallel rank"
+LAST_RANK_WORDS = "the last pipeline-parallel rank"
+MIDDLE_RANK_WORDS = "a middle pipeline-parallel rank"
+LATER_RANKS_WORDS = "every pipeline-parallel rank but the first"
+
+
+def later_ranks_only(words: str) -> bool:
+    """Whether witness ranks ``words`` name only ranks after the first (the last, a middle one,
+    or every one but the first)."""
+    return words.startswith((LAST_RANK_WORDS, MIDDLE_RANK_WORDS, LATER_RANKS_WORDS))
+
+
 def rank_words(env: dict) -> str:
     """Which pipeline-parallel rank an assignment of :func:`satisfying` describes."""
     if env.get("@first"):
-        return "the first pipeline-parallel rank"
+        return FIRST_RANK_WORDS
     if env.get("@last"):
-        return "the last pipeline-parallel rank (rank > 0)"
-    return "a middle pipeline-parallel rank (pipeline_parallel_size >= 3)"
+        return f"{LAST_RANK_WORDS} (rank > 0)"
+    return f"{MIDDLE_RANK_WORDS} (pipeline_parallel_size >= 3)"
 
 
 def describe(f) -> str:

@@ -33,7 +33,7 @@ import os
 from typing import NamedTuple
 
 from .entry import LOAD, SERVE, forward_failure, phase_of
-from .guards import rank_words
+from .guards import later_ranks_only, rank_words
 
 # rules whose findings, when their witness names no configuration, fail on every rank of a
 # pipeline of size >= 2 in a phase before serving (weight loading)
@@ -191,13 +191,8 @@ def serving_failures(rf, module: str) -> list[Failure]:
     return out
 
 
-# the words of a witness whose ranks are all after the first (guards.rank_words and the rules')
-_LATER_RANKS = ("the last pipeline-parallel rank", "a middle pipeline-parallel rank",
-                "every pipeline-parallel rank but the first")
-
-
 def _later_ranks_only(f) -> bool:
-    return str((f.witness or {}).get("ranks", "")).startswith(_LATER_RANKS)
+    return later_ranks_only(str((f.witness or {}).get("ranks", "")))
 
 
 def _entry_path(rf, module: str, fail: Failure, key: tuple, method: str) -> list | None:

@@ -152,6 +152,7 @@ class MissingPPHook(Rule):
         """The hook ``bad`` (a :func:`~pp_attr_lint.engines.hook_signature.hook_callables` record)
         as a finding when no call of the runner binds it (kind "signature"), as not judged when no
         call is found; ``[]`` when one binds it."""
+        from pp_attr_lint.semantic.guards import LATER_RANKS_WORDS
         from pp_attr_lint.engines.hook_signature import verdict
         from pp_attr_lint.model import NotJudged
         from pp_attr_lint.semantic.model import RankFacts
@@ -162,9 +163,10 @@ class MissingPPHook(Rule):
                               column=bad["col"] + 1, detail=got[1])] if got else []
         message, explanation, help = got
         return [self.finding(ctx, bad["line"], bad["col"], bad["end_line"], bad["end_col"], message, explanation,
-                             help=help, witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})]
+                             help=help, witness={"ranks": LATER_RANKS_WORDS, "config": {}})]
 
     def _judge(self, ctx, key, rec, mine):
+        from pp_attr_lint.semantic.guards import LATER_RANKS_WORDS
         from pp_attr_lint.engines.pp_hook import how_skipped, lists_protocol, no_base_init
         from pp_attr_lint.resolve import EXTERNAL, Unresolved, adds_no_attribute
 
@@ -249,7 +251,7 @@ class MissingPPHook(Rule):
                 f"(`self.{F.PP_HOOK} = self.<inner model>.{F.PP_HOOK}`), or define the method")
         return self.finding(ctx, rec["line"], rec["col"], rec["line"], rec["col"] + len("class " + key[1]),
                             message, explanation, fix=fix, help=help,
-                            witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})
+                            witness={"ranks": LATER_RANKS_WORDS, "config": {}})
 
     def _fix(self, ctx, key, mine, inits, explanation):
         """``self.<hook> = self.<a>.<hook>`` appended to the class's own ``__init__`` when exactly one

@@ -55,7 +55,7 @@ class ForwardDropsStageInput(Rule):
                                      detail=f"`{key[1]}` is named as a speculative draft model; whether the engine "
                                             f"runs it under pipeline parallelism is not in the analysed code"))
                 continue
-            ranks = ("every pipeline-parallel rank but the first" if G.implies(G.f_not(G.FIRST), ff.ranks)
+            ranks = (G.LATER_RANKS_WORDS if G.implies(G.f_not(G.FIRST), ff.ranks)
                      else G.rank_words(G.satisfying(ff.ranks) or {}))
             where = f"{ff.module.rsplit('.', 1)[-1]}.py:{ff.row}"
             message = (f"`{key[1]}.forward`{inherited} takes no `{ff.param}`, so the engine never hands it what a "

@@ -142,6 +142,7 @@ class IntermediateTensorKeys(Rule):
         return out or None
 
     def check(self, ctx):
+        from pp_attr_lint.semantic.guards import LATER_RANKS_WORDS
         facts = ctx.facts(self.code)
         if not facts:
             return []
@@ -170,7 +171,7 @@ class IntermediateTensorKeys(Rule):
                         [f"allocated: {', '.join(sorted(allocated))}",
                          "fails on every pipeline-parallel rank > 0 (it receives)"],
                         help=f"Allocate {k!r} in `make_empty_intermediate_tensors` (and send it), or stop reading it",
-                        witness={"ranks": "every pipeline-parallel rank but the first", "config": {}}))
+                        witness={"ranks": LATER_RANKS_WORDS, "config": {}}))
             if f["sent_known"]:
                 for k, *p in f["sent"]:
                     if k not in allocated:
@@ -180,7 +181,7 @@ class IntermediateTensorKeys(Rule):
                             f"buffer for it (KeyError in the model runner on every rank > 0).",
                             [f"allocated: {', '.join(sorted(allocated))}; sent: {', '.join(sorted(sent))}"],
                             help=f"Allocate {k!r} in `make_empty_intermediate_tensors`, or stop sending it",
-                            witness={"ranks": "every pipeline-parallel rank but the first", "config": {}}))
+                            witness={"ranks": LATER_RANKS_WORDS, "config": {}}))
                 if f["reads_known"]:
                     read = {k for k, *_ in f["reads"]}
                     for k, *p in f["alloc"]:
@@ -197,7 +198,7 @@ class IntermediateTensorKeys(Rule):
                                  f"{', '.join(sorted(read)) or 'none'}"],
                                 help=f"Allocate only the keys that are sent: drop {k!r} from "
                                      f"`make_empty_intermediate_tensors` (or send it)",
-                                witness={"ranks": "every pipeline-parallel rank but the first, on a model runner "
+                                witness={"ranks": LATER_RANKS_WORDS + ", on a model runner "
                                                   "that fills every allocated key (vLLM's Model Runner V2, "
                                                   "VLLM_USE_V2_MODEL_RUNNER=1; the XPU runner)",
                                          "config": {}}))
@@ -207,6 +208,7 @@ class IntermediateTensorKeys(Rule):
     def _none_findings(self, ctx, cls: str, sends: list) -> list:
         """Findings of the values ``cls.forward`` sends that are ``None`` on a rank: the literal,
         or an element every ``return`` of the layer's ``forward`` gives as ``None``."""
+        from pp_attr_lint.semantic.guards import FIRST_RANK_WORDS, MIDDLE_RANK_WORDS
         out = []
         for key, scenario, sources, *p in sends:
             why = []
@@ -222,8 +224,8 @@ class IntermediateTensorKeys(Rule):
                     break
                 why.append(got)
             else:
-                sender = "the first pipeline-parallel rank (rank 0)" if scenario == "first" \
-                    else "a middle pipeline-parallel rank (pipeline_parallel_size >= 3)"
+                sender = f"{FIRST_RANK_WORDS} (rank 0)" if scenario == "first" \
+                    else f"{MIDDLE_RANK_WORDS} (pipeline_parallel_size >= 3)"
                 receiver = "rank 1" if scenario == "first" else "the rank after it"
                 out.append(self.finding(
                     ctx, *p, f"`{cls}.forward` sends {key!r} to the next pipeline-parallel rank as `None` on {sender}: "

@@ -82,6 +82,7 @@ class StageCarriedValue(Rule):
         return _collect(tree, lines) or None
 
     def check(self, ctx):
+        from pp_attr_lint.semantic.guards import LATER_RANKS_WORDS
         facts = ctx.facts(self.code)
         if not facts:
             return []
@@ -116,7 +117,7 @@ class StageCarriedValue(Rule):
                 ctx, line, col, end_line, end_col, message, explanation,
                 help=f"Send `{name}` in the payload when the next stage needs it, and on ranks that are not first "
                      f"start the loop from the received value (`pp_proxy_tensors.tensors.get(\"{name}\")`)",
-                witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})])
+                witness={"ranks": LATER_RANKS_WORDS, "config": {}})])
         return out
 
     @staticmethod

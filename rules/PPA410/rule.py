@@ -52,6 +52,7 @@ class UnallocatedProxyKey(Rule):
         return _collect(tree, lines)
 
     def check(self, ctx):
+        from pp_attr_lint.semantic.guards import LATER_RANKS_WORDS
         facts = ctx.facts(self.code)
         if not facts:
             return []
@@ -93,7 +94,7 @@ class UnallocatedProxyKey(Rule):
                 ctx, line, col, end_line, end_col, message, explanation,
                 help=f"Send and read only keys the runner allocates, or allocate `\"{key}\"` in the runner's "
                      f"proxy buffers; read an optional key with `pp_proxy_tensors.tensors.get(\"{key}\")`",
-                witness={"ranks": "every pipeline-parallel rank but the first", "config": {}})])
+                witness={"ranks": LATER_RANKS_WORDS, "config": {}})])
         return out
 
 

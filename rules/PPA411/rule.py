@@ -72,6 +72,7 @@ class DraftLayerIdFromStage(Rule):
         return _collect(tree, lines) or None
 
     def check(self, ctx):
+        from pp_attr_lint.semantic.guards import LAST_RANK_WORDS
         from pp_attr_lint.semantic.model import RankFacts
 
         rf = RankFacts.of(ctx)
@@ -96,7 +97,7 @@ class DraftLayerIdFromStage(Rule):
             out += rf.unless_refused(self.code, cls, [self.finding(
                 ctx, line, col, end_line, end_col, message, explanation, fix=fix,
                 help=f"Use the target's total layer count (`model_config.{_TOTAL}()`) for `{_KEYWORD}`",
-                witness={"ranks": "the last pipeline-parallel rank (pipeline_parallel_size=2, an even number of "
+                witness={"ranks": f"{LAST_RANK_WORDS} (pipeline_parallel_size=2, an even number of "
                                   "target layers)", "config": {}})])
         return out
 

@@ -106,6 +106,7 @@ class DrafterBranchesOnTargetRank(Rule):
         return _collect(tree, lines) or None
 
     def check(self, ctx):
+        from pp_attr_lint.semantic.guards import LAST_RANK_WORDS
         facts = ctx.facts(self.code)
         if not facts:
             return []
@@ -141,7 +142,7 @@ class DrafterBranchesOnTargetRank(Rule):
             out.append(self.finding(
                 ctx, line, col, end_line, end_col, message, explanation, fix=fix,
                 help=f"Branch on what the drafter was given (`{repl}`), not on the target's pipeline rank",
-                witness={"ranks": "the last pipeline-parallel rank (the drafter's), pipeline_parallel_size >= 2",
+                witness={"ranks": f"{LAST_RANK_WORDS} (the drafter's), pipeline_parallel_size >= 2",
                          "config": {}}))
         return out
 

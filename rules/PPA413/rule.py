@@ -66,6 +66,7 @@ class RunnerDropsRawTokens(Rule):
         return _collect(tree, lines) or None
 
     def check(self, ctx):
+        from pp_attr_lint.semantic.guards import LATER_RANKS_WORDS
         facts = ctx.facts(self.code)
         if not facts:
             return []
@@ -90,7 +91,7 @@ class RunnerDropsRawTokens(Rule):
                 ctx, line, col, end_line, end_col, message, explanation,
                 help=f"Keep `{_KEY}` on later stages for a model that needs them: drop it only `if not "
                      f"{_FLAG}(model)`",
-                witness={"ranks": "every pipeline-parallel rank but the first",
+                witness={"ranks": LATER_RANKS_WORDS,
                          "config": {_FLAG: True}}))
         return out
 
