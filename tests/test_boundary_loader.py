@@ -10,6 +10,8 @@ import textwrap
 from pp_attr_lint.index.spec import LineIndex
 from pp_attr_lint.semantic import boundary, dataflow, loader
 
+OPAQUE = 10  # the place of `opaque` in a lookup record of parameter_lookups (`via` after it)
+
 MODEL = textwrap.dedent('''
     class Model(nn.Module):
         def __init__(self, config):
@@ -99,7 +101,7 @@ def test_parameter_lookups_finds_the_lookup_no_skip_covers():
     assert got["layered"] == {"Model": ["make_layers"]}
     # the skipped lookup in load_weights is covered; the helper's, handed the dict, is not
     row = LOADER.splitlines().index("        params[name].copy_(w)") + 1
-    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, _q, _qc, _o, _v in got["lookups"]] == [
+    assert [(cls, line, d, key, fn) for cls, line, _c, _el, _ec, d, key, fn, *_rest in got["lookups"]] == [
         ("Model", row, "params", "name", "_load_one")]
 
 
@@ -109,7 +111,7 @@ def test_a_function_that_decides_on_the_rank_itself_is_marked_opaque():
                             "        if name.startswith(self.start_layer):\n            params[name].copy_(w)\n")
     tree, lines = _parse(source)
     got = loader.parameter_lookups(tree, lines)["lookups"]
-    assert got and all(rec[-2] and rec[-2][0] == "start_layer" for rec in got), got
+    assert got and all(rec[OPAQUE] and rec[OPAQUE][0] == "start_layer" for rec in got), got
     assert loader.decides_on_rank("start_layer") and loader.decides_on_rank("pp_missing_layer_names")
     assert not loader.decides_on_rank(loader.SKIP_CALL)
 
@@ -230,7 +232,7 @@ def test_a_range_skip_covers_the_names_its_index_comes_from():
     sglang = source.replace("layer_id is not None and", 'layer_id is not None and hasattr(self.model, "start_layer") and')
     tree, lines = _parse(sglang)
     (rec,) = loader.parameter_lookups(tree, lines)["lookups"]
-    assert rec[-2] is None and rec[-1] == [[["hasattr", "self.model", ["start_layer", 7], 11]]]
+    assert rec[OPAQUE] is None and rec[OPAQUE + 1] == [[["hasattr", "self.model", ["start_layer", 7], 11]]]
     # a test on another name covers nothing
     tree, lines = _parse(source.replace("get_layer_id(name)", "get_layer_id(other)"))
     assert len(loader.parameter_lookups(tree, lines)["lookups"]) == 1

@@ -52,6 +52,27 @@ def _own_nodes(fn, scopes: list | None = None):
         stack.extend(child_nodes(node))
 
 
+def _tests_around(fn, line: int) -> dict[str, bool]:
+    """``{test text: value}`` of the ``if``s of ``fn``'s own body whose branch holds ``line``
+    (``True`` in the body, ``False`` in the ``else:``): what must hold for a call there to run."""
+    out = {}
+    for n in sorted((n for n in _own_nodes(fn) if isinstance(n, ast.If)), key=lambda n: n.lineno):
+        if n.body[0].lineno <= line <= n.body[-1].end_lineno:
+            out[ast.unparse(n.test)] = True
+        elif n.orelse and n.orelse[0].lineno <= line <= n.orelse[-1].end_lineno:
+            test = n.test
+            if isinstance(test, ast.Compare) and len(test.ops) == 1 and type(test.ops[0]) in _NEGATED:
+                # `else:` of `x != "a"` reads as `x == "a"`
+                out[ast.unparse(ast.Compare(test.left, [_NEGATED[type(test.ops[0])]()], test.comparators))] = True
+            else:
+                out[ast.unparse(test)] = False
+    return out
+
+
+_NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot,
+            ast.IsNot: ast.Is}
+
+
 def _skips_item(body) -> bool:
     """A block that only skips the item: ``continue``, or a bare ``return`` (a helper per name)."""
     return len(body) == 1 and (isinstance(body[0], ast.Continue)
@@ -92,6 +113,11 @@ class LoaderFunction:
         # decides on ranks in a way not read here: (the name, its first line), else None
         self.opaque: tuple[str, int] | None = None
         self.lookups: list = []  # Subscript nodes (dict name, key name)
+        # (Call node, key names) of each `self.get_submodule(<key>)`: another rank's layer is a
+        # placeholder without the submodule, so a checkpoint name resolved there raises
+        self.submodules: list[tuple] = []
+        # the tests that must hold for this function to run from `load_weights` (text -> value)
+        self.conditions: dict[str, bool] = {} if parent is None else parent.conditions
         self.calls: list = []  # Call nodes of this function's own body
         self.catches: list[tuple[int, int]] = []  # line ranges of try bodies that catch KeyError
         # names computed from `self.quant_config` -> the (method, line) it was called for there
@@ -146,6 +172,11 @@ class LoaderFunction:
                 self._decides(node.attr, node.lineno)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "get_submodule" and node.args \
+                        and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
+                    keys = frozenset(n.id for n in fast_walk(node.args[0]) if isinstance(n, ast.Name) and n.id != "self")
+                    if keys:
+                        self.submodules.append((node, keys))
                 if isinstance(node.func, ast.Name) and node.func.id == SKIP_CALL and node.args \
                         and isinstance(node.args[0], ast.Name):
                     self.guards.append((node.lineno, node.args[0].id, frozenset()))
@@ -426,8 +457,9 @@ def _callee_def(call, methods, module_funcs) -> tuple:
 def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
     name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
-    end_col, dict name, key name, function qualname, quant, quant calls, opaque, via]`` for each
-    ``params_dict[key]`` of
+    end_col, dict name, key name, function qualname, quant, quant calls, opaque, via, kind,
+    masked, conditions]`` for each ``params_dict[key]`` (``kind`` ``"lookup"``) or
+    ``self.get_submodule(<key>)`` (``"submodule"``, the call's text for the dict name) of
     ``lw``, its nested functions or a helper it hands a parameter dict, that no skip covers on
     every path (callers followed up to :data:`MAX_CALL_DEPTH`); ``quant`` when the key is computed
     from ``self.quant_config``, ``quant calls`` the ``[method, line]`` it calls on it for that
@@ -435,7 +467,10 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     in a way not read here (``self.start_layer``), whose lookups are then not judged, else
     ``None``; ``via`` the smallest sets of helpers handed a parameter dict (``[kind, name,
     positions, first line]``, :func:`callee_id`) that would cover the lookup if each tested the
-    keys it returns (``check`` reads their bodies), empty when none would.  Nothing is raised."""
+    keys it returns (``check`` reads their bodies), empty when none would; ``masked`` the line of
+    an earlier uncovered ``get_submodule`` of a name the key was computed from (it fails first),
+    else ``None``; ``conditions`` the ``[test text, value]`` pairs that must hold for a method
+    reached through calls to run (``if quant_config_name == "mxfp4":``).  Nothing is raised."""
     out = []
     root = LoaderFunction(lw, "load_weights", None)
     funcs = [root]
@@ -462,6 +497,47 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
             h.dicts |= {h.params[k + skip_self] for k in passed if k + skip_self < len(h.params)}
             helpers[target.name] = h
             funcs.append(h)
+
+    # the methods `load_weights` reaches through `self.m(...)` (at most MAX_CALL_DEPTH calls
+    # below it) that build a parameter dict of their own, with the methods on the way: a loader
+    # split into methods looks names up there (SGLang 0.5.23 gpt_oss.py: `load_weights` ->
+    # `_load_weights_mxfp4` -> `_load_mxfp4_experts_weights`)
+    reached: dict[str, tuple] = {}  # name -> (its record, the record of a caller)
+    frontier = list(funcs)
+    for _depth in range(MAX_CALL_DEPTH):
+        nxt = []
+        for f in frontier:
+            for call in f.calls:
+                target, skip_self = _callee_def(call, methods, {})
+                if target is None or target.name == "load_weights" or target.name in helpers \
+                        or target.name in reached:
+                    continue
+                g = LoaderFunction(target, target.name, None)
+                g.conditions = {**f.conditions, **_tests_around(f.node, call.lineno)}
+                reached[target.name] = (g, f)
+                nxt.append(g)
+        frontier = nxt
+    keep = [g for g, _f in reached.values() if g.dicts]
+    kept: set[str] = set()
+    while keep:
+        g = keep.pop()
+        if g.qualname in kept:
+            continue
+        kept.add(g.qualname)
+        caller = reached[g.qualname][1]
+        if caller.qualname in reached:
+            keep.append(reached[caller.qualname][0])
+    for name in sorted(kept):
+        g = reached[name][0]
+        helpers[name] = g
+        funcs.append(g)
+        todo = [g]
+        while todo:  # its nested functions (closures over its dict)
+            f = todo.pop()
+            for node in f.defs:
+                h = LoaderFunction(node, f"{f.qualname}.<locals>.{node.name}", f)
+                funcs.append(h)
+                todo.append(h)
 
     # a call of a method or module function whose own body decides on the rank
     # (`if self._is_non_local_pp_weight(name): continue`, SGLang 0.5.23 kimi_linear.py) decides
@@ -535,19 +611,30 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     cids = sorted(first)
     for f in funcs:
         dicts = f.all_dicts()
-        for sub in f.lookups:
-            if sub.value.id not in dicts:
+        # (node, dict name or None for `self.get_submodule`, key names) of this function's lookups
+        found = [(sub, sub.value.id, frozenset([sub.slice.id])) for sub in f.lookups if sub.value.id in dicts]
+        found += [(call, None, keys) for call, keys in f.submodules]
+        found.sort(key=lambda x: (x[0].lineno, x[0].col_offset))
+        failing: list = []  # the uncovered `get_submodule` calls met so far, (line, key names)
+        for node, dname, keys in found:
+            if covers(f, set(keys), node.lineno, 0, frozenset()):
                 continue
-            key = sub.slice.id
-            if covers(f, {key}, sub.lineno, 0, frozenset()):
-                continue
+            key = sorted(keys)[0] if dname is None else next(iter(keys))
             via = [[[*c[:2], list(c[2]), first[c]] for c in sorted(s)]
-                   for s in _covering_sets(cids, lambda s: covers(f, {key}, sub.lineno, 0, s))]
+                   for s in _covering_sets(cids, lambda s: covers(f, set(keys), node.lineno, 0, s))]
             # a key the quantization config maps (`quant_config.get_cache_scale(name)`): only
             # checkpoints that hold such tensors (per-layer KV-cache scales) reach the lookup
-            roots = f.roots(key) & set(f.quant_derived)
-            calls = sorted({c for n in roots for c in f.quant_derived[n]})
-            out.append([sub.lineno, lines.col(sub.lineno, sub.col_offset), sub.end_lineno,
-                        lines.col(sub.end_lineno, sub.end_col_offset), sub.value.id, key, f.qualname,
-                        bool(roots), [list(c) for c in calls], list(f.opaque) if f.opaque else None, via])
+            roots = set().union(*(f.roots(k) for k in keys))
+            quant = roots & set(f.quant_derived)
+            calls = sorted({c for n in quant for c in f.quant_derived[n]})
+            # an earlier `get_submodule` of a name this key was computed from fails first for it
+            masked = next((line for line, ks in failing if ks <= roots and f._reaches(line, node.lineno)), None)
+            out.append([node.lineno, lines.col(node.lineno, node.col_offset), node.end_lineno,
+                        lines.col(node.end_lineno, node.end_col_offset),
+                        dname if dname is not None else ast.unparse(node), key, f.qualname,
+                        bool(quant), [list(c) for c in calls], list(f.opaque) if f.opaque else None, via,
+                        "lookup" if dname is not None else "submodule", masked,
+                        [[t, v] for t, v in f.conditions.items()]])
+            if dname is None:
+                failing.append((node.lineno, keys))
     return out

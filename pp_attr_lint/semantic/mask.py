@@ -167,7 +167,8 @@ def loader_failures(ctx, tree, lines, methods, rules) -> list[Failure]:
             if c is None:
                 continue
             out.append(Failure((ctx.module, c.name), "load_weights", f.row, LOAD,
-                               f"{code}: the lookup `{f.message.split('`')[1]}` raises KeyError on every rank "
+                               f"{code}: the lookup `{f.message.split('`')[1]}` raises "
+                               f"{'AttributeError' if 'get_submodule' in f.message else 'KeyError'} on every rank "
                                f"that does not own a layer of the checkpoint"))
     return out
 

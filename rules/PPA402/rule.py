@@ -52,7 +52,8 @@ class UnownedParameterLoad(Rule):
         out = []
         builds = {cls: any(rf.is_layer_builder(ctx.module, c) for c in callees)
                   for cls, callees in facts["layered"].items()}
-        for cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via in facts["lookups"]:
+        for (cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via, kind, masked,
+             conditions) in facts["lookups"]:
             if not builds.get(cls):
                 continue  # the call that would build the list is not a make_layers builder
             # the helpers handed the dict that would cover the lookup if each tested what it returns
@@ -61,6 +62,12 @@ class UnownedParameterLoad(Rule):
             if any(all(v[0] == "tests" for _c, v in s) for s in sets):
                 continue
             unread = next((s for s in sets if all(v[0] in ("tests", "unread") for _c, v in s)), None)
+            if masked is not None:  # an earlier `self.get_submodule` of the same name fails first
+                out.append(NotJudged(code=self.code, reason="masked-by", path=ctx.file.path, row=line,
+                                     column=col + 1, detail=f"`self.get_submodule(...)` at line {masked} fails "
+                                     f"first for the same checkpoint names (AttributeError on a rank whose slot of "
+                                     f"that layer is a placeholder), on every path to this line"))
+                continue
             if opaque:  # the function decides on the rank with a name not read here
                 out.append(NotJudged(code=self.code, reason="stage-guard", path=ctx.file.path, row=line,
                                      column=col + 1, detail=f"`{func}` decides on the rank with `{opaque[0]}` "
@@ -90,15 +97,28 @@ class UnownedParameterLoad(Rule):
                         f"against it: {v[1]}" for s in sets for c, v in s if v[0] == "untested"]
             dead_skip = any(c[0] == "hasattr" and v[0] == "untested" for s in sets for c, v in s)
             where = "`load_weights`" if func == "load_weights" else f"`{func}`, reached from `load_weights`"
-            message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
-                       f"parameters without skipping the layers another pipeline-parallel rank owns: "
-                       f"`make_layers` builds only this rank's slice, so the other layers' weights are not "
-                       f"in `named_parameters()`, and the lookup raises KeyError on every rank that does not "
-                       f"own the layer.")
+            if kind == "submodule":
+                message = (f"`{dname}` in {where} of `{cls}` resolves a checkpoint name to a submodule without "
+                           f"skipping the layers another pipeline-parallel rank owns: `make_layers` builds only "
+                           f"this rank's slice, the other slots are placeholders with no submodules, so it raises "
+                           f"AttributeError on every rank that does not own the layer.")
+                tested = f"`is_pp_missing_parameter({key}, self)` or membership test of `{key}`"
+            else:
+                message = (f"`{dname}[{key}]` in {where} of `{cls}` looks a checkpoint name up in this rank's "
+                           f"parameters without skipping the layers another pipeline-parallel rank owns: "
+                           f"`make_layers` builds only this rank's slice, so the other layers' weights are not "
+                           f"in `named_parameters()`, and the lookup raises KeyError on every rank that does not "
+                           f"own the layer.")
+                tested = f"`is_pp_missing_parameter({key}, self)` or `{key} in {dname}` test"
+            config = {"checkpoint holds the tensors the quantization config maps (per-layer KV-cache scales)": True} \
+                if quant else {}
+            config.update((t, v) for t, v in conditions)
             explanation = [f"`{cls}` builds (or holds) a `make_layers` list, and its `load_weights` reads every "
                            f"weight of the checkpoint",
-                           f"no `is_pp_missing_parameter({key}, self)` or `{key} in {dname}` test covers this "
-                           f"lookup on every path from `load_weights`",
+                           *([f"`{func.split('.<locals>.')[0]}` runs from `load_weights` only when "
+                              + " and ".join(f"`{t}`" if v else f"not `{t}`" for t, v in conditions)]
+                             if conditions else []),
+                           f"no {tested} covers this lookup on every path from `load_weights`",
                            *dict.fromkeys(untested),
                            "fails on any rank of a pipeline of size >= 2 that does not own the weight's layer "
                            "(rank 0 for the last layers, rank > 0 for the first)"]
@@ -111,8 +131,7 @@ class UnownedParameterLoad(Rule):
                                           f"helper)"),
                                     witness={"ranks": "every pipeline-parallel rank that does not own the weight's "
                                                       "layer",
-                                             "config": {"checkpoint holds the tensors the quantization config maps "
-                                                        "(per-layer KV-cache scales)": True} if quant else {}})])
+                                             "config": config})])
         return out
 
 
@@ -135,5 +154,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=8,
+    version=9,
 )
