@@ -15,6 +15,7 @@ that decides on the rank in a way not read here (a name of :data:`.guards.STAGE_
 from __future__ import annotations
 
 import ast
+import re
 
 from ..index.astutil import child_nodes, dotted_name, ref_chain, statements_on_lines
 from ..index.astutil import walk as fast_walk
@@ -73,6 +74,25 @@ _NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: 
             ast.IsNot: ast.Is}
 
 
+def _substring_picks(test) -> list:
+    """``[(literal, name)]`` when ``test`` holds only for a name that contains one of the string
+    literals: ``"x" in name``, an ``or`` of such tests, or an ``and`` with one among its operands;
+    ``[]`` otherwise."""
+    def one(t):
+        if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.In) \
+                and isinstance(t.left, ast.Constant) and isinstance(t.left.value, str) \
+                and isinstance(t.comparators[0], ast.Name):
+            return [(t.left.value, t.comparators[0].id)]
+        return []
+
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        parts = [one(v) for v in test.values]
+        return [p for ps in parts for p in ps] if all(parts) else []
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return next((got for v in test.values for got in [_substring_picks(v)] if got), [])
+    return one(test)
+
+
 def _skips_item(body) -> bool:
     """A block that only skips the item: ``continue``, or a bare ``return`` (a helper per name)."""
     return len(body) == 1 and (isinstance(body[0], ast.Continue)
@@ -116,6 +136,11 @@ class LoaderFunction:
         # (Call node, key names) of each `self.get_submodule(<key>)`: another rank's layer is a
         # placeholder without the submodule, so a checkpoint name resolved there raises
         self.submodules: list[tuple] = []
+        # (callee text, line) of a call that hands names to another loader (`self.llm.load_weights(...)`)
+        self.delegates: tuple | None = None
+        # (first, last line of an `if` body, [(literal, name)]): the body runs only for names that
+        # hold one of the literals (`if "classification_head" in name:`)
+        self.picks: list[tuple] = []
         # the tests that must hold for this function to run from `load_weights` (text -> value)
         self.conditions: dict[str, bool] = {} if parent is None else parent.conditions
         self.calls: list = []  # Call nodes of this function's own body
@@ -140,6 +165,10 @@ class LoaderFunction:
         for node in _own_nodes(fn, scopes):
             if isinstance(node, ast.BoolOp):  # met before the tests in it (the walk is top-down)
                 _joined_tests(node, False, frozenset(), joined)
+            if isinstance(node, ast.If):
+                lits = _substring_picks(node.test)
+                if lits:
+                    self.picks.append((node.body[0].lineno, node.body[-1].end_lineno, lits))
             if isinstance(node, ast.If) and _skips_item(node.body):  # met before its test's nodes
                 got = self._range_skip(node.test)
                 if got is not None:
@@ -172,6 +201,9 @@ class LoaderFunction:
                 self._decides(node.attr, node.lineno)
             elif isinstance(node, ast.Call):
                 self.calls.append(node)
+                if isinstance(node.func, ast.Attribute) and node.func.attr == "load_weights" \
+                        and self.delegates is None:
+                    self.delegates = (ast.unparse(node.func), node.lineno)
                 if isinstance(node.func, ast.Attribute) and node.func.attr == "get_submodule" and node.args \
                         and isinstance(node.func.value, ast.Name) and node.func.value.id == "self":
                     keys = frozenset(n.id for n in fast_walk(node.args[0]) if isinstance(n, ast.Name) and n.id != "self")
@@ -374,11 +406,12 @@ def _list_callee(target, value) -> str | None:
 
 def parameter_lookups(tree, lines) -> dict:
     """``{"layered": {class name: [callees]}, "lookups": [...]}``: the classes that may build or
-    hold a make_layers list, each with the callees of the calls that would build it (whether one
-    does is :func:`~.layer_builders.is_builder`'s to say, at check time); each lookup ``[class,
-    line, col, end_line, end_col, dict, key, function, call chain]`` is one ``params_dict[key]`` of
-    such a class's ``load_weights`` (or a nested function or a helper it calls) that no skip covers
-    on every path from ``load_weights``."""
+    hold a make_layers list of this module, each with the callees of the calls that would build it
+    (whether one does is :func:`~.layer_builders.is_builder`'s to say, at check time); each lookup
+    ``[class, *record]`` (:func:`uncovered_lookups`) is one ``params_dict[key]`` of a class's
+    ``load_weights`` (or a nested function or a helper it calls) that no skip covers on every path
+    from ``load_weights``: of any class, since one that builds no list here may hold a model of
+    another module that does (``check`` asks)."""
     classes = [n for n in tree.body if isinstance(n, ast.ClassDef)]
     module_funcs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
@@ -409,14 +442,15 @@ def parameter_lookups(tree, lines) -> dict:
                 layered[c.name] = layered.get(c.name, set()) | got
                 changed = True
     out = []
-    for c in classes:
-        if c.name not in layered:
+    for c in classes:  # a class of no list here may hold one built in another module (`check` asks)
+        if c.name not in layered and not _may_look_up(texts[c.name]):
             continue
         methods = {m.name: m for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
         lw = methods.get("load_weights")
         if lw is None:
             continue
-        for rec in uncovered_lookups(lw, methods, module_funcs, lines):
+        own = set(_SELF_STORE.findall(texts[c.name]))  # the attributes the class assigns itself
+        for rec in uncovered_lookups(lw, methods, module_funcs, lines, own):
             out.append([c.name, *rec])
     return {"layered": {c: sorted(v) for c, v in sorted(layered.items())}, "lookups": out}
 
@@ -454,7 +488,19 @@ def _callee_def(call, methods, module_funcs) -> tuple:
     return None, 0
 
 
-def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
+_DICT_NAME = re.compile(r"(\w+)\s*=\s*dict\(\s*self\.named_parameters\(")
+
+
+def _may_look_up(text: str) -> bool:
+    """Whether class text ``text`` may index a parameter dict it builds (``params_dict[``) or
+    resolve a name to a submodule (``get_submodule(``): a text test, before any walk."""
+    return "get_submodule(" in text or any(name + "[" in text for name in set(_DICT_NAME.findall(text)))
+
+
+_SELF_STORE = re.compile(r"\bself\.(\w+)\s*(?::[^=\n]*)?=[^=]")
+
+
+def uncovered_lookups(lw, methods, module_funcs, lines, own_attrs=frozenset()) -> list:
     """The uncovered lookups reached from ``load_weights`` ``lw`` (its class's ``methods`` by
     name, the file's ``module_funcs`` by name, ``lines`` the file's text): ``[line, col, end_line,
     end_col, dict name, key name, function qualname, quant, quant calls, opaque, via, kind,
@@ -470,7 +516,11 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     keys it returns (``check`` reads their bodies), empty when none would; ``masked`` the line of
     an earlier uncovered ``get_submodule`` of a name the key was computed from (it fails first),
     else ``None``; ``conditions`` the ``[test text, value]`` pairs that must hold for a method
-    reached through calls to run (``if quant_config_name == "mxfp4":``).  Nothing is raised."""
+    reached through calls to run (``if quant_config_name == "mxfp4":``); ``picked`` the string
+    literals an ``if`` around the lookup requires the key to hold (``"classification_head" in
+    name``), each part of the name of an attribute of ``own_attrs`` (the class's own modules, which
+    hold no layer); ``delegates`` the ``[callee, line]`` of a call in ``load_weights`` that hands
+    names to another loader (``self.llm.load_weights(...)``), else ``None``.  Nothing is raised."""
     out = []
     root = LoaderFunction(lw, "load_weights", None)
     funcs = [root]
@@ -502,33 +552,53 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
     # below it) that build a parameter dict of their own, with the methods on the way: a loader
     # split into methods looks names up there (SGLang 0.5.23 gpt_oss.py: `load_weights` ->
     # `_load_weights_mxfp4` -> `_load_mxfp4_experts_weights`)
-    reached: dict[str, tuple] = {}  # name -> (its record, the record of a caller)
-    frontier = list(funcs)
+    # name -> (definition, the caller's record or name, the call's line); a record is built only
+    # for the methods kept (a dict of their own, or on the way to one)
+    reached: dict[str, tuple] = {}
+    frontier = [(f, f.calls) for f in funcs]
     for _depth in range(MAX_CALL_DEPTH):
         nxt = []
-        for f in frontier:
-            for call in f.calls:
-                target, skip_self = _callee_def(call, methods, {})
+        for caller, calls in frontier:
+            for call in calls:
+                target, _skip_self = _callee_def(call, methods, {})
                 if target is None or target.name == "load_weights" or target.name in helpers \
                         or target.name in reached:
                     continue
-                g = LoaderFunction(target, target.name, None)
-                g.conditions = {**f.conditions, **_tests_around(f.node, call.lineno)}
-                reached[target.name] = (g, f)
-                nxt.append(g)
+                reached[target.name] = (target, caller, call.lineno)
+                nxt.append((target.name, [n for n in _own_nodes(target) if isinstance(n, ast.Call)]))
         frontier = nxt
-    keep = [g for g, _f in reached.values() if g.dicts]
+    records: dict[str, LoaderFunction] = {}
     kept: set[str] = set()
-    while keep:
-        g = keep.pop()
-        if g.qualname in kept:
+    for name in sorted(reached):
+        node = reached[name][0]
+        if "named_parameters(" not in lines.span(node):
             continue
-        kept.add(g.qualname)
-        caller = reached[g.qualname][1]
-        if caller.qualname in reached:
-            keep.append(reached[caller.qualname][0])
+        g = LoaderFunction(node, name, None)
+        if not g.dicts:
+            continue
+        records[name] = g
+        at = name
+        while at is not None and at not in kept:  # with the methods on the way to it
+            kept.add(at)
+            caller = reached[at][1]
+            at = caller if isinstance(caller, str) else None
+    conds: dict[str, dict] = {}
+
+    def conditions_of(name: str) -> dict:
+        """The tests every call on the way from ``load_weights`` to method ``name`` runs under."""
+        if name not in conds:
+            _node, caller, line = reached[name]
+            base = conditions_of(caller) if isinstance(caller, str) else caller.conditions
+            caller_node = reached[caller][0] if isinstance(caller, str) else caller.node
+            conds[name] = {**base, **_tests_around(caller_node, line)}
+        return conds[name]
+
     for name in sorted(kept):
-        g = reached[name][0]
+        if name not in records:
+            records[name] = LoaderFunction(reached[name][0], name, None)
+        records[name].conditions = conditions_of(name)
+    for name in sorted(kept):
+        g = records[name]
         helpers[name] = g
         funcs.append(g)
         todo = [g]
@@ -629,12 +699,17 @@ def uncovered_lookups(lw, methods, module_funcs, lines) -> list:
             calls = sorted({c for n in quant for c in f.quant_derived[n]})
             # an earlier `get_submodule` of a name this key was computed from fails first for it
             masked = next((line for line, ks in failing if ks <= roots and f._reaches(line, node.lineno)), None)
+            # a lookup that runs only for names holding a literal (`"classification_head" in name`)
+            # and names only modules the class assigns itself (`self.classification_head`), not a layer
+            picked = sorted({lit for a, b, lits in f.picks if a <= node.lineno <= b
+                             and all(any(lit in attr for attr in own_attrs) for lit, _n in lits)
+                             for lit, n in lits if n in roots})
             out.append([node.lineno, lines.col(node.lineno, node.col_offset), node.end_lineno,
                         lines.col(node.end_lineno, node.end_col_offset),
                         dname if dname is not None else ast.unparse(node), key, f.qualname,
                         bool(quant), [list(c) for c in calls], list(f.opaque) if f.opaque else None, via,
                         "lookup" if dname is not None else "submodule", masked,
-                        [[t, v] for t, v in f.conditions.items()]])
+                        [[t, v] for t, v in f.conditions.items()], picked, list(root.delegates or ()) or None])
             if dname is None:
                 failing.append((node.lineno, keys))
     return out

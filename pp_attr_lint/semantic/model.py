@@ -146,6 +146,11 @@ class RankFacts:
         (:meth:`Values.is_layer_builder <pp_attr_lint.semantic.values.Values.is_layer_builder>`)."""
         return self.values.is_layer_builder(module, callee)
 
+    def holds_layer_list(self, key) -> bool:
+        """:meth:`Values.holds_layer_list <pp_attr_lint.semantic.values.Values.holds_layer_list>`:
+        whether class ``key`` builds or holds (across files) a ``make_layers`` list."""
+        return self.values.holds_layer_list(tuple(key))
+
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""
         return self.values.is_layer_list(key, attr)

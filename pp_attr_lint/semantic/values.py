@@ -500,7 +500,30 @@ class Values(Service):
         self.pc_failure = None  # set by placeholder_condition
 
     def module_facts(self, module: str) -> dict | None:
-        return self.ctx.project.facts(module, FACTS_KEY)  # collected now if its gate skipped the file
+        """The facts :func:`collect` takes from ``module``: from its summary (collected now if the
+        gate skipped the file), or, in a run whose spec has no such collector (no selected rule
+        uses them: a loader rule asked only to mask), read from the file now, as a gated summary
+        would (memoized per run); ``None`` when the module has none."""
+        got = self.ctx.project.facts(module, FACTS_KEY)
+        if got is None and all(k != FACTS_KEY for k, _ in self.ctx.project.spec.collectors):
+            memo = self._memo.setdefault("unspecified-facts", {})
+            if module not in memo:
+                memo[module] = self._read_facts(module)
+            got = memo[module]
+        return got
+
+    def _read_facts(self, module: str) -> dict | None:
+        from ..index.summary import complete_facts
+        from ..textio import decode_source
+
+        path = self.ctx.project.path(module)
+        data = self.m.reader.read_bytes(path) if path else None
+        if data is None:
+            return None
+        try:
+            return complete_facts(decode_source(data), collect)
+        except Exception:  # noqa: BLE001  (a file that does not decode or parse: no facts)
+            return None
 
     def lazy_readers(self, key, attr: str) -> list:
         """``Class.method`` for each method that an instance of class ``key`` runs (the first
@@ -865,6 +888,40 @@ class Values(Service):
         if (module, callee) not in memo:
             memo[(module, callee)] = is_builder(self.r, self.m.reader, module, callee)
         return memo[(module, callee)]
+
+    def holds_layer_list(self, key) -> bool:
+        """Whether an instance of class ``key`` builds a ``make_layers`` list (:meth:`list_builder`
+        of an attribute a class on its MRO assigns one to) or holds, in an attribute its
+        ``__init__`` chain assigns, an instance of a class that does, at most three holders deep
+        (SGLang 0.4.6 ``MiMoForCausalLM.model`` is a ``MiMoModel``, a ``Qwen2Model`` of
+        another module, which builds ``layers``).  ``False`` when that cannot be read."""
+        memo = self._memo.setdefault("holds-list", {})
+        if key not in memo:  # each question walks from its own class: no answer depends on another's
+            memo[key] = self._holds_layer_list(key, 0, {key})
+        return memo[key]
+
+    def _holds_layer_list(self, key, depth: int, seen: set) -> bool:
+        from ..resolve import EXTERNAL, NONE_KEY
+
+        try:
+            mro = [e for e in self.r.mro(key) if e[0] != EXTERNAL]
+            attrs = {a for entry in mro for c, a, *_ in (self.module_facts(entry[0]) or {}).get("lists", ())
+                     if c == entry[1]}
+            if any(self.list_builder(key, a) is not None for a in sorted(attrs)):
+                return True
+            if depth >= 3:
+                return False
+            held = sorted({a for _owner, scope in self.r.executed_inits(key) for a in scope.get("assigns", {})})
+            for a in held:
+                got = self.r.attr_candidates(key, a)
+                for k in sorted(got[0]) if got else ():
+                    if k != NONE_KEY and k[0] != EXTERNAL and k not in seen:
+                        seen.add(k)
+                        if self._holds_layer_list(k, depth + 1, seen):
+                            return True
+        except Exception:  # noqa: BLE001  (not read: it holds none known)
+            return False
+        return False
 
     def list_builder(self, key, attr: str):
         """``(class, guard)``: the first class on ``key``'s MRO that assigns ``attr`` from

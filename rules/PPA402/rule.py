@@ -12,21 +12,14 @@ _PARAMS_DICT = re.compile(rb"dict\(\s*self\.named_parameters\(")
 
 class UnownedParameterLoad(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """The file builds a parameter dict of ``self`` (``dict(self.named_parameters(...))``) and
-        may build a ``make_layers`` list (a class of its own builds this rank's slice:
-        :data:`~pp_attr_lint.semantic.layer_builders.NEEDLES`)."""
-        # imported here, not at the top: a warm run loads the rules but none of the analysis
-        from pp_attr_lint.semantic.layer_builders import NEEDLES
-
-        return any(n in data for n in NEEDLES) and _PARAMS_DICT.search(data) is not None
+        """The file builds a parameter dict of ``self`` (``dict(self.named_parameters(...))``): its
+        class may build a ``make_layers`` list or hold a model (of any module) that does."""
+        return _PARAMS_DICT.search(data) is not None
 
     def collect(self, tree, lines):
         # the collector runs on every parsed file: a file this rule's prefilter turns down holds
         # nothing it reports (its facts are its own file's only), so skip the walk there
-        from pp_attr_lint.semantic.layer_builders import NEEDLES
-
-        text = lines.source
-        if "named_parameters(" not in text or not any(n.decode() in text for n in NEEDLES):
+        if "named_parameters(" not in lines.source:
             return None
         from pp_attr_lint.semantic.loader import parameter_lookups
 
@@ -40,6 +33,14 @@ class UnownedParameterLoad(Rule):
         from pp_attr_lint.semantic.model import RankFacts
 
         rf = RankFacts.of(ctx)
+        builds = {cls: any(rf.is_layer_builder(ctx.module, c) for c in callees)
+                  for cls, callees in facts["layered"].items()}
+        local = dict(builds)  # the classes that build or hold a list of this module
+        for cls in {rec[0] for rec in facts["lookups"]} - {c for c, b in builds.items() if b}:
+            # no list of this module: a model it holds, of another module, may build one
+            builds[cls] = rf.holds_layer_list((ctx.module, cls))
+        if not any(builds.get(rec[0]) for rec in facts["lookups"]):
+            return []  # no lookup of a class with a make_layers list
         try:
             if not rf.module_runs_under_pp(ctx.module):
                 return []  # a registered model that does not support pipeline parallelism
@@ -50,10 +51,8 @@ class UnownedParameterLoad(Rule):
         from pp_attr_lint.model import NotJudged
 
         out = []
-        builds = {cls: any(rf.is_layer_builder(ctx.module, c) for c in callees)
-                  for cls, callees in facts["layered"].items()}
         for (cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via, kind, masked,
-             conditions) in facts["lookups"]:
+             conditions, picked, delegates) in facts["lookups"]:
             if not builds.get(cls):
                 continue  # the call that would build the list is not a make_layers builder
             # the helpers handed the dict that would cover the lookup if each tested what it returns
@@ -62,6 +61,19 @@ class UnownedParameterLoad(Rule):
             if any(all(v[0] == "tests" for _c, v in s) for s in sets):
                 continue
             unread = next((s for s in sets if all(v[0] in ("tests", "unread") for _c, v in s)), None)
+            if delegates and not local.get(cls):
+                # a wrapper of a model of another module that hands that model's names to its loader
+                out.append(NotJudged(code=self.code, reason="branch-unread", path=ctx.file.path, row=line,
+                                     column=col + 1, detail=f"`load_weights` of `{cls}` hands part of the checkpoint "
+                                     f"to `{delegates[0]}(...)` (line {delegates[1]}): whether the names it looks up "
+                                     f"itself include a weight of a layer another rank owns is not read"))
+                continue
+            if picked:  # only names that hold a literal reach it: whether a layer's weight can is not read
+                lits = " or ".join(f"`{lit!r}`" for lit in picked)
+                out.append(NotJudged(code=self.code, reason="branch-unread", path=ctx.file.path, row=line,
+                                     column=col + 1, detail=f"the lookup runs only for checkpoint names that hold "
+                                     f"{lits}: whether a weight of a layer another rank owns can is not read"))
+                continue
             if masked is not None:  # an earlier `self.get_submodule` of the same name fails first
                 out.append(NotJudged(code=self.code, reason="masked-by", path=ctx.file.path, row=line,
                                      column=col + 1, detail=f"`self.get_submodule(...)` at line {masked} fails "
@@ -154,5 +166,5 @@ RULE = UnownedParameterLoad(
     code="PPA402",
     name="unowned-parameter-load",
     summary="load_weights indexes a parameter that another pipeline-parallel rank owns",
-    version=9,
+    version=10,
 )
