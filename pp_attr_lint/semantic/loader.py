@@ -388,6 +388,10 @@ def _names_in(expr) -> tuple[set[str], bool]:
 
 
 def _catches_key_error(handler) -> bool:
+    """Whether ``except`` clause ``handler`` catches a ``KeyError`` and goes on: not one whose
+    body ends by raising (``except KeyError: log(...); raise``)."""
+    if handler.body and isinstance(handler.body[-1], ast.Raise):
+        return False
     if handler.type is None:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]

@@ -2,7 +2,8 @@
 
 from types import SimpleNamespace
 
-from pkg.model import SplitLoaderModel, SubmoduleFirstModel, SubmoduleSkippedModel
+from pkg.model import (ReraisingModel, SplitLoaderModel, SubmoduleFirstModel, SubmoduleSkippedModel,
+                       SwallowingModel)
 
 EXPERTS = [(f"layers.{i}.mlp.experts.w13_weight", 1.0) for i in range(4)]
 
@@ -23,4 +24,12 @@ def submodule_skipped():
     SubmoduleSkippedModel(SimpleNamespace()).load_weights(EXPERTS)
 
 
-PROBES = [split_quantized, split_plain, submodule_first, submodule_skipped]
+def reraising():
+    ReraisingModel(SimpleNamespace()).load_weights(EXPERTS)
+
+
+def swallowing():
+    SwallowingModel(SimpleNamespace()).load_weights(EXPERTS)
+
+
+PROBES = [split_quantized, split_plain, submodule_first, submodule_skipped, reraising, swallowing]
