@@ -540,11 +540,11 @@ def engine_message(missing: dict[str, int], python: str | None) -> str:
     :func:`pp_attr_lint.engine.check.missing_engines`): which, why, and every way to give it."""
     names = ", ".join(f"`{e}`" for e in sorted(missing))
     n = sum(missing.values())
-    env = ("no environment (`--python none`)" if python == "none" else
-           f"the environment of {python}" if python else f"the environment of {sys.executable}")
+    env = ("no environment is read (`--python none`)" if python == "none" else
+           f"the environment of {python or sys.executable} does not have it installed")
     first = sorted(missing)[0]
     return (f"the checked code imports {names}, which cannot be found: it is not in the checked folders, no `--src` "
-            f"folder holds it, and {env} does not have it installed; {n} read{'s' if n != 1 else ''} that depend on "
+            f"folder holds it, and {env}; {n} read{'s' if n != 1 else ''} that depend on "
             f"it {'are' if n != 1 else 'is'} not judged. Give the engine to pp-attr-lint: "
             f"`--src PATH_TO_ENGINE_SOURCE` (a checkout that holds `{first}/`), or "
             f"`--python /path/to/venv/bin/python` (an environment with it installed); in pre-commit, "

@@ -823,7 +823,7 @@ def test_a_plugin_checked_without_its_engine_fails_loudly(tmp_path, fmt):
         assert "All checks passed!" not in got.stdout, got.stdout
         assert "No finding, but the checks are incomplete (see the error below)." in got.stdout, got.stdout
     quiet = _run(["check", "myplugin", "--no-cache", "-q", "--exit-zero", "--python", "none"], tmp_path)
-    assert quiet.returncode == 3 and "no environment (`--python none`)" in quiet.stderr, quiet.stderr
+    assert quiet.returncode == 3 and "no environment is read (`--python none`)" in quiet.stderr, quiet.stderr
 
 
 def test_an_engine_that_is_found_is_no_error(tmp_path):
