@@ -313,6 +313,7 @@ class CallSite(NamedTuple):
     how: str
     node: object = None  # the ``ast.Call`` itself
     via: object = None  # a :class:`Via` when the call runs the callee through a routine
+    sure: bool = False  # runs on every call of the caller where ``guard`` holds (no loop or handler skips it)
 
 
 class Via(NamedTuple):
@@ -430,7 +431,8 @@ class CallContext(Service):
                    and dotted_name(n.value.func) in (AUTO_LOADER,) for t in n.targets if isinstance(t, ast.Name)}
         out = []
         for call, guard, protected, maybe in w.calls:
-            always = guard == TRUE and not maybe and not protected
+            sure = not maybe and not protected
+            always = guard == TRUE and sure
             catches = _catches(call, guard, protected)
             f = call.func
             targets: list = []
@@ -453,10 +455,10 @@ class CallContext(Service):
                            and recv[-1] == f.attr else f"`{'.'.join(recv)}.{meth}(...)`")
             plain = ref_chain(f)
             if plain and plain[0] != me:  # `routine(...)`, `module.routine(...)`
-                out += self._routine_sites((key, fname), owner, cnode, fn, me, call, guard, always, catches)
+                out += self._routine_sites((key, fname), owner, cnode, fn, me, call, guard, sure, catches)
             for t in targets:
                 if self.m.entry.definer(t[0], t[1]) is not None:
-                    out.append(CallSite((key, fname), call.lineno, t, guard, always, catches, how, call))
+                    out.append(CallSite((key, fname), call.lineno, t, guard, always, catches, how, call, None, sure))
         return out
 
     def _routine(self, module: str, callee: str):
@@ -480,15 +482,16 @@ class CallContext(Service):
             return None  # a decorator may run anything instead
         return (sym[1], sym[2]), fdef, self.m.reader.module_parsed(sym[1])[3]
 
-    def _routine_sites(self, caller, owner, cnode, fn, me: str, call: ast.Call, guard, always: bool,
+    def _routine_sites(self, caller, owner, cnode, fn, me: str, call: ast.Call, guard, sure: bool,
                        catches) -> list:
         """The :class:`CallSite` records of the call ``call`` of method ``fn`` (of ``owner``,
         node ``cnode``, whose first parameter is ``me``) when it calls a module-level function of
         the analysed code and hands it a submodule (``routine(kw=self.sub)``, or positionally):
         each call of that parameter in the routine's body (``kw(...)`` runs the submodule's
         ``forward``, ``kw.m(...)`` its ``m``, ``kw.a.m(...)`` ``m`` of ``self.sub.a``), bound as
-        the caller's own ``self.sub...`` would be.  Such a call runs on every call of the caller
-        when both calls do.  A routine that rebinds the parameter adds nothing for it; a function
+        the caller's own ``self.sub...`` would be (``sure``: whether ``call`` runs on every call of
+        the caller where ``guard`` holds).  Such a call runs on every call of the caller where
+        ``guard`` holds when ``call`` does and the routine's own call always does.  A routine that rebinds the parameter adds nothing for it; a function
         the routine hands it on to is not followed."""
         from ..index.summary import scopes_by_line
         from .callsites import rebound
@@ -542,11 +545,11 @@ class CallContext(Service):
             how = (f"`{text}` calls `{'.'.join(chain)}(...)` ({rkey[0].rsplit('.', 1)[-1]}.py:{inner.lineno})"
                    + (", which runs the submodule's `forward`" if meth == "forward" else ""))
             via = Via(rkey, rfn, chain[0], inner, spread[0])
-            both = always and iguard == TRUE and not maybe and not protected
+            both = sure and iguard == TRUE and not maybe and not protected
             for c in sorted(cands or ()):
                 if self.m.entry.definer(c, meth) is not None:
-                    out.append(CallSite(caller, call.lineno, (c, meth), guard, both,
-                                        catches or _catches(inner, iguard, protected), how, call, via))
+                    out.append(CallSite(caller, call.lineno, (c, meth), guard, both and guard == TRUE,
+                                        catches or _catches(inner, iguard, protected), how, call, via, both))
         return out
 
     def _spread(self, module: str, rfn, call: ast.Call) -> frozenset | None:

@@ -165,9 +165,12 @@ SGLANG_STAGE_INPUT = "pp_proxy_tensors"
 
 class ForwardFailure(NamedTuple):
     """An entry class whose ``forward`` cannot run under pipeline parallelism: it takes no
-    ``param`` (so the engine never hands it what the rank receives) and calls, on every call,
-    a submodule's ``forward`` that needs it (the :class:`~.calls.CallSite` ``site``), where
-    the line ``row`` of module ``module`` (``text``) fails on the ranks ``ranks`` (a formula)."""
+    ``param`` (so the engine never hands it what the rank receives) and calls a submodule's
+    ``forward`` that needs it (the :class:`~.calls.CallSite` ``site``), directly or through
+    submodules that hand their own ``None`` on (``chain``: the further call sites, in order),
+    where the line ``row`` of module ``module`` (``text``) fails on the ranks ``ranks`` (a
+    formula of rank tests).  ``condition``: the tests of ``forward``'s arguments under which the
+    calls run (:data:`~.guards.TRUE` when they run on every call)."""
 
     key: tuple
     param: str
@@ -176,6 +179,8 @@ class ForwardFailure(NamedTuple):
     row: int
     text: str
     ranks: tuple
+    condition: tuple = TRUE
+    chain: tuple = ()
 
 
 def _passes(site, fn, param: str) -> bool:
@@ -231,12 +236,86 @@ def _first_use(fn, lines, cls: str, param: str):
     return node, ranks
 
 
+def _argument_test(guard, fn) -> bool:
+    """Whether ``guard`` (a call's guard in method ``fn``) tests only ``fn``'s own arguments
+    (``forward_batch.forward_mode.is_extend()``, ``get_embedding``): what the engine passes
+    decides it, on every rank alike, and some call of the engine makes it hold."""
+    import re
+
+    from .guards import RANK_ATOMS, atoms
+
+    names = {a.arg for a in (fn.args.posonlyargs + fn.args.args)[1:] + fn.args.kwonlyargs}
+    for a in atoms(guard):
+        if a in RANK_ATOMS:
+            return False
+        m = re.match(r"[A-Za-z_]\w*", a)
+        if m is None or m.group(0) not in names:
+            return False
+    return True
+
+
+def _fails_through(model, site, fn, param: str, handed: bool, depth: int):
+    """``(chain, owner module, node, ranks, condition)`` when call site ``site`` of method
+    ``fn`` reaches a ``forward`` taking ``param`` that fails when it is ``None`` on a rank after
+    the first (:func:`_first_use`), directly or through at most ``depth`` further submodule
+    ``forward`` calls that hand ``param`` on unchanged; ``None`` otherwise.  ``handed``: ``fn``
+    holds ``param`` as ``None`` and the call must pass it on as itself (else: the call must not
+    pass it at all)."""
+    import ast
+
+    from .callsites import rebound
+    from .guards import f_and, satisfying
+
+    if site.callee[1] != "forward" or not getattr(site, "sure", site.always) or site.catches or site.node is None:
+        return None
+    if site.guard != TRUE and not _argument_test(site.guard, fn):
+        return None
+    cc = model.call_context
+    callee = cc.method_node(site.callee[0], "forward")
+    if callee is None or model.forward_accepts(site.callee[0], param) is not True:
+        return None
+    owner, cnode, cfn, lines = callee
+    if handed:
+        names = [a.arg for a in fn.args.posonlyargs + fn.args.args][1:]
+        call = site.node if getattr(site, "via", None) is None else site.via.call
+        as_keyword = any(k.arg == param and isinstance(k.value, ast.Name) and k.value.id == param
+                         for k in call.keywords)
+        cnames = [a.arg for a in cfn.args.posonlyargs + cfn.args.args][1:]
+        as_position = (param in cnames and cnames.index(param) < len(call.args)
+                       and isinstance(call.args[cnames.index(param)], ast.Name)
+                       and call.args[cnames.index(param)].id == param)
+        if not (as_keyword or as_position) or rebound(fn, param) or param not in names + [
+                a.arg for a in fn.args.kwonlyargs]:
+            return None
+    elif _passes(site, cfn, param):
+        return None
+    got = _first_use(cfn, lines, cnode.name, param)
+    if got is not None:
+        node, ranks = got
+        if satisfying(f_and(site.guard, ranks)) is None:
+            return None
+        return (), owner[0], node, ranks, site.guard
+    if depth <= 0:
+        return None
+    for inner in cc.sites(site.callee[0], "forward") or ():
+        deeper = _fails_through(model, inner, cfn, param, True, depth - 1)
+        if deeper is not None:
+            chain, module, node, ranks, cond = deeper
+            both = f_and(site.guard, cond)
+            if satisfying(f_and(both, ranks)) is None:
+                continue
+            return (inner, *chain), module, node, ranks, both
+    return None
+
+
 def forward_failure(model, key) -> ForwardFailure | None:
     """The :class:`ForwardFailure` of entry class ``key`` of an SGLang-shaped engine (its registry
     reads ``EntryClass``) that does not refuse it under PP (no runner assert on the parameter,
     :meth:`~pp_attr_lint.engines.sglang.SglangEngine.pp_forward_requirement`); ``None`` when its
-    ``forward`` takes the parameter, cannot be read, or no call it always makes fails.  ``model``
-    is the run's :class:`~.model.RankFacts`."""
+    ``forward`` takes the parameter, cannot be read, or no call it makes fails.  A call counts
+    when it runs on every call of ``forward`` or on every call whose arguments pass a test of
+    them alone (:func:`_argument_test`; the first such call in source order), and no loop or
+    handler may skip it.  ``model`` is the run's :class:`~.model.RankFacts`."""
     import ast
 
     key = tuple(key)
@@ -246,20 +325,16 @@ def forward_failure(model, key) -> ForwardFailure | None:
     if model.forward_accepts(key, param) is not False:
         return None
     cc = model.call_context
-    for site in cc.sites(key, "forward") or ():
-        if site.callee[1] != "forward" or not site.always or site.catches or site.node is None:
-            continue
-        callee = cc.method_node(site.callee[0], "forward")
-        if callee is None or model.forward_accepts(site.callee[0], param) is not True:
-            continue
-        owner, cnode, fn, lines = callee
-        if _passes(site, fn, param):
-            continue
-        got = _first_use(fn, lines, cnode.name, param)
+    top = cc.method_node(key, "forward")
+    if top is None:
+        return None
+    sites = cc.sites(key, "forward") or ()
+    for site in sorted(sites, key=lambda s: not s.always):  # a call on every call first
+        got = _fails_through(model, site, top[2], param, False, 2)
         if got is not None:
-            node, ranks = got
-            return ForwardFailure(key, param, site, owner[0], node.lineno,
-                                  ast.unparse(node).splitlines()[0], ranks)
+            chain, module, node, ranks, cond = got
+            return ForwardFailure(key, param, site, module, node.lineno, ast.unparse(node).splitlines()[0],
+                                  ranks, cond, chain)
     return None
 
 

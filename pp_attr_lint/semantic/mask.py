@@ -33,7 +33,7 @@ import os
 from typing import NamedTuple
 
 from .entry import LOAD, SERVE, forward_failure, phase_of
-from .guards import later_ranks_only, rank_words
+from .guards import TRUE, later_ranks_only, rank_words
 
 # rules whose findings, when their witness names no configuration, fail on every rank of a
 # pipeline of size >= 2 in a phase before serving (weight loading)
@@ -183,7 +183,7 @@ def serving_failures(rf, module: str) -> list[Failure]:
         if tuple(key)[0] != module or any(w in key[1] for w in F.DRAFTER_NAME_WORDS):
             continue  # (a drafter: whether it runs under PP is not established)
         ff = forward_failure(rf, key)
-        if ff is not None:
+        if ff is not None and ff.condition == TRUE:  # (under a test of its arguments: not on every call)
             definer = rf.entry.definer(key, "forward") or key
             out.append(Failure(tuple(key), "forward", ff.site.row, SERVE,
                                f"PPA202: `{key[1]}.forward` passes no `{ff.param}` to `{ff.site.callee[0][1]}.forward`, "
@@ -425,8 +425,9 @@ def _masked(rf, ctx, f, c, fn, fails, subclassed) -> str | None:
         if fail.phase == LOAD and fail.key == key and fail.file is None and _after_loop(fn, fail.row, f.row):
             return (f"{first} fails first, on every rank of a pipeline of size >= 2: the loop over the "
                     f"checkpoint that holds it runs before this line in `{c.name}.{fn.name}`")
-        if fail.phase == LOAD and phase_of(fn.name) == SERVE:
-            steps = _entry_path(rf, ctx.module, fail, key, fn.name)
+        serves = phase_of(fn.name) == SERVE or (f.fix_data or {}).get("fails_in") == "serving"
+        if fail.phase == LOAD and serves:  # (a tied head set in `__init__` fails when the engine serves)
+            steps = _entry_path(rf, ctx.module, fail, key, fn.name if phase_of(fn.name) == SERVE else "forward")
             if steps is not None:
                 return (f"{first} fails first: the engine loads the weights ({_describe(steps[0])}) before "
                         f"it serves ({_describe(steps[1])})")

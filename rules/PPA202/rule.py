@@ -58,21 +58,28 @@ class ForwardDropsStageInput(Rule):
             ranks = (G.LATER_RANKS_WORDS if G.implies(G.f_not(G.FIRST), ff.ranks)
                      else G.rank_words(G.satisfying(ff.ranks) or {}))
             where = f"{ff.module.rsplit('.', 1)[-1]}.py:{ff.row}"
+            handed = "".join(f", which hands its `None` on to `{s.callee[0][1]}.forward`" for s in ff.chain)
+            when = "" if ff.condition == G.TRUE else f" when `{G.describe(ff.condition)}`"
             message = (f"`{key[1]}.forward`{inherited} takes no `{ff.param}`, so the engine never hands it what a "
-                       f"rank after the first receives, and it calls `{callee[1]}.forward` without it; "
-                       f"there `{ff.text}` ({where}) "
+                       f"rank after the first receives, and it calls `{callee[1]}.forward` without it{when}"
+                       f"{handed}; there `{ff.text}` ({where}) "
                        f"fails on {ranks}: the model cannot run under pipeline parallelism.")
+            steps = "".join(f" -> {s.how} (line {s.row}) -> `{s.callee[0][1]}.forward`" for s in ff.chain)
             explanation = [
                 f"the engine loads `{key[1]}` (its module's `EntryClass`) and does not refuse it under pipeline "
                 f"parallelism: no model-runner check that `forward` takes `{ff.param}` is in the analysed code",
                 f"path: the engine calls `{key[1]}.forward` on every rank -> {ff.site.how} ({at}) -> "
-                f"`{callee[1]}.forward`, line {ff.row}: `{ff.text}`",
+                f"`{callee[1]}.forward`{steps}, line {ff.row}: `{ff.text}`",
                 f"`{ff.param}` is `None` there: nothing passes it on this path",
             ]
+            if ff.condition != G.TRUE:
+                explanation.append(f"the calls run {G.when(ff.condition)}: a test of `forward`'s own arguments, "
+                                   f"which the engine's calls can make hold")
+            env = G.satisfying(G.f_and(ff.condition, ff.ranks)) or {}
             out.append(self.finding(ctx, node.lineno, col, node.end_lineno, end_col, message, explanation,
                                     help=f"Take `{ff.param}=None` in `{definer[1]}.forward` and pass it on: "
                                          f"`{ff.param}={ff.param}`",
-                                    witness={"ranks": ranks, "config": {}}))
+                                    witness=G.witness(env, ranks)))
         return out
 
 
