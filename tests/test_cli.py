@@ -360,6 +360,7 @@ EXPECTED_021 = [
     "vllm/model_executor/models/kimi_audio.py:121:25 PPA402",
     "vllm/model_executor/models/kimi_audio.py:130:25 PPA402",
     "vllm/model_executor/models/kimi_linear.py:570:1 PPA201",
+    "vllm/model_executor/models/laguna.py:728:25 PPA402",
     "vllm/model_executor/models/llama.py:458:25 PPA402",
     "vllm/model_executor/models/llama4.py:597:25 PPA402",
     "vllm/model_executor/models/llama4_eagle.py:170:28 PPA411",

@@ -76,8 +76,8 @@ _NEGATED = {ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: 
 
 def _substring_picks(test) -> list:
     """``[(literal, name)]`` when ``test`` holds only for a name that contains one of the string
-    literals: ``"x" in name``, an ``or`` of such tests, or an ``and`` with one among its operands;
-    ``[]`` otherwise."""
+    literals: ``"x" in name``, an ``or`` of such tests (or of ``and`` tests), or an ``and`` with one
+    among its operands; ``[]`` otherwise."""
     def one(t):
         if isinstance(t, ast.Compare) and len(t.ops) == 1 and isinstance(t.ops[0], ast.In) \
                 and isinstance(t.left, ast.Constant) and isinstance(t.left.value, str) \
@@ -86,17 +86,43 @@ def _substring_picks(test) -> list:
         return []
 
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
-        parts = [one(v) for v in test.values]
+        parts = [_substring_picks(v) for v in test.values]
         return [p for ps in parts for p in ps] if all(parts) else []
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         return next((got for v in test.values for got in [_substring_picks(v)] if got), [])
     return one(test)
 
 
+def _names_own(literal: str, own_attrs) -> bool:
+    """Whether a checkpoint-name literal names a module the class assigns itself: its first dotted
+    part (``"tts"`` of ``"tts.model.layers"``) is part of the name of one of ``own_attrs``."""
+    head = literal.strip(".").split(".")[0]
+    return bool(head) and any(head in attr for attr in own_attrs)
+
+
 def _skips_item(body) -> bool:
     """A block that only skips the item: ``continue``, or a bare ``return`` (a helper per name)."""
     return len(body) == 1 and (isinstance(body[0], ast.Continue)
                                or (isinstance(body[0], ast.Return) and body[0].value is None))
+
+
+def _exits(block) -> bool:
+    """Whether ``block`` ends by leaving the item or the function (``continue``, ``break``,
+    ``return``, ``raise``): what follows its statement runs only after the other branch."""
+    return bool(block) and isinstance(block[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise))
+
+
+def _branch_apart(node: ast.If, last: int) -> list:
+    """The :attr:`LoaderFunction.apart` entries of ``if`` statement ``node`` (in a function whose
+    last line is ``last``): a test in one branch runs on no path to the lines after the
+    statement that takes the other branch, unless that branch leaves (:func:`_exits`); a missing
+    ``else:`` is a branch that does not leave.  A branch that starts on the header's line is
+    skipped (its lines cannot be told from the header's test)."""
+    out = []
+    for block, other in ((node.body, node.orelse), (node.orelse, node.body)):
+        if block and block[0].lineno > node.lineno and not _exits(other) and node.end_lineno < last:
+            out.append((block[0].lineno, block[-1].end_lineno, node.end_lineno + 1, last))
+    return out
 
 
 def _literal(node) -> bool:
@@ -106,12 +132,20 @@ def _literal(node) -> bool:
     return isinstance(node, (ast.List, ast.Tuple, ast.Set)) and all(isinstance(e, ast.Constant) for e in node.elts)
 
 
-def _params_dict_call(node) -> bool:
-    """``dict(self.named_parameters(...))`` (also ``dict(self.named_parameters(remove_duplicate=False))``)."""
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
+def _params_dict_source(node) -> str | None:
+    """Whose parameters ``node`` collects: ``""`` for ``dict(self.named_parameters(...))`` (also
+    ``dict(self.named_parameters(remove_duplicate=False))``), ``"model"`` for
+    ``dict(self.model.named_parameters())`` (a submodule's); ``None`` for anything else."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict"
             and len(node.args) == 1 and isinstance(node.args[0], ast.Call)
-            and isinstance(node.args[0].func, ast.Attribute) and node.args[0].func.attr == "named_parameters"
-            and isinstance(node.args[0].func.value, ast.Name) and node.args[0].func.value.id == "self")
+            and isinstance(node.args[0].func, ast.Attribute) and node.args[0].func.attr == "named_parameters"):
+        return None
+    owner = node.args[0].func.value
+    if isinstance(owner, ast.Name) and owner.id == "self":
+        return ""
+    if isinstance(owner, ast.Attribute) and isinstance(owner.value, ast.Name) and owner.value.id == "self":
+        return owner.attr
+    return None
 
 
 class LoaderFunction:
@@ -125,6 +159,7 @@ class LoaderFunction:
         args = fn.args
         self.params = [a.arg for a in args.posonlyargs + args.args]
         self.dicts: set[str] = set()  # names of this rank's parameter dicts
+        self.dict_of: dict[str, str] = {}  # dict name -> the submodule whose parameters it holds ("": self)
         self.derived: dict[str, set[str]] = {}  # name -> the names its values were computed from
         # (line, name, container names): a skip or membership test on name; a membership test
         # also keeps the names of what it tests against (`weight_name in name` tests a substring
@@ -176,8 +211,10 @@ class LoaderFunction:
                     read.update(id(n) for n in fast_walk(node.test))
             if isinstance(node, (ast.Assign, ast.NamedExpr)):
                 self.assigns.append(node)
-            if isinstance(node, ast.Assign) and _params_dict_call(node.value):
-                self.dicts.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            if isinstance(node, ast.Assign) and (source := _params_dict_source(node.value)) is not None:
+                named = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                self.dicts.update(named)
+                self.dict_of.update((n, source) for n in named)
             if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) \
                     and getattr(node, "value", None) is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -221,9 +258,12 @@ class LoaderFunction:
                 # against literals (`weight_name in ["w1", "v1"]`) picks a mapping, it tests no key
                 within = frozenset(n.id for c in node.comparators for n in fast_walk(c) if isinstance(n, ast.Name))
                 self.guards.extend((node.lineno, n.id, within) for n in fast_walk(node.left) if isinstance(n, ast.Name))
-            elif isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)) and node.orelse:
-                self.apart.append((node.body[0].lineno, node.body[-1].end_lineno,
-                                   node.orelse[0].lineno, node.orelse[-1].end_lineno))
+            elif isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)) and (node.orelse or isinstance(node, ast.If)):
+                if node.orelse:
+                    self.apart.append((node.body[0].lineno, node.body[-1].end_lineno,
+                                       node.orelse[0].lineno, node.orelse[-1].end_lineno))
+                if isinstance(node, ast.If):
+                    self.apart.extend(_branch_apart(node, fn.end_lineno))
             elif isinstance(node, ast.Try):
                 if any(_catches_key_error(h) for h in node.handlers):
                     self.catches.append((node.body[0].lineno, node.body[-1].end_lineno))
@@ -283,6 +323,16 @@ class LoaderFunction:
             out |= f.dicts - set(self.params)
             f = f.parent
         return out
+
+    def dict_source(self, name: str) -> str:
+        """The submodule whose parameters dict ``name`` (of this function or one around it) holds:
+        ``""`` for the class's own."""
+        f = self
+        while f is not None:
+            if name in f.dict_of:
+                return f.dict_of[name]
+            f = f.parent
+        return ""
 
     def roots(self, name: str) -> set[str]:
         """``name`` and every name its values were computed from in this function."""
@@ -492,7 +542,7 @@ def _callee_def(call, methods, module_funcs) -> tuple:
     return None, 0
 
 
-_DICT_NAME = re.compile(r"(\w+)\s*=\s*dict\(\s*self\.named_parameters\(")
+_DICT_NAME = re.compile(r"(\w+)\s*=\s*dict\(\s*self\.(?:\w+\.)?named_parameters\(")
 
 
 def _may_look_up(text: str) -> bool:
@@ -524,7 +574,9 @@ def uncovered_lookups(lw, methods, module_funcs, lines, own_attrs=frozenset()) -
     literals an ``if`` around the lookup requires the key to hold (``"classification_head" in
     name``), each part of the name of an attribute of ``own_attrs`` (the class's own modules, which
     hold no layer); ``delegates`` the ``[callee, line]`` of a call in ``load_weights`` that hands
-    names to another loader (``self.llm.load_weights(...)``), else ``None``.  Nothing is raised."""
+    names to another loader (``self.llm.load_weights(...)``), else ``None``; ``of`` the attribute
+    whose parameters the dict holds (``"model"`` for ``dict(self.model.named_parameters())``),
+    ``None`` for the class's own.  Nothing is raised."""
     out = []
     root = LoaderFunction(lw, "load_weights", None)
     funcs = [root]
@@ -706,14 +758,15 @@ def uncovered_lookups(lw, methods, module_funcs, lines, own_attrs=frozenset()) -
             # a lookup that runs only for names holding a literal (`"classification_head" in name`)
             # and names only modules the class assigns itself (`self.classification_head`), not a layer
             picked = sorted({lit for a, b, lits in f.picks if a <= node.lineno <= b
-                             and all(any(lit in attr for attr in own_attrs) for lit, _n in lits)
+                             and all(_names_own(lit, own_attrs) for lit, _n in lits)
                              for lit, n in lits if n in roots})
             out.append([node.lineno, lines.col(node.lineno, node.col_offset), node.end_lineno,
                         lines.col(node.end_lineno, node.end_col_offset),
                         dname if dname is not None else ast.unparse(node), key, f.qualname,
                         bool(quant), [list(c) for c in calls], list(f.opaque) if f.opaque else None, via,
                         "lookup" if dname is not None else "submodule", masked,
-                        [[t, v] for t, v in f.conditions.items()], picked, list(root.delegates or ()) or None])
+                        [[t, v] for t, v in f.conditions.items()], picked, list(root.delegates or ()) or None,
+                        (f.dict_source(dname) or None) if dname is not None else None])
             if dname is None:
                 failing.append((node.lineno, keys))
     return out

@@ -147,9 +147,18 @@ class RankFacts:
         return self.values.is_layer_builder(module, callee)
 
     def holds_layer_list(self, key) -> bool:
-        """:meth:`Values.holds_layer_list <pp_attr_lint.semantic.values.Values.holds_layer_list>`:
+        """:func:`~.holders.holds_layer_list`:
         whether class ``key`` builds or holds (across files) a ``make_layers`` list."""
-        return self.values.holds_layer_list(tuple(key))
+        from .holders import holds_layer_list
+
+        return holds_layer_list(self.values, tuple(key))
+
+    def attribute_holds_layer_list(self, key, attr: str) -> bool:
+        """:func:`~.holders.attribute_holds_layer_list`: whether attribute ``attr`` of class
+        ``key`` may hold a model that builds or holds a ``make_layers`` list."""
+        from .holders import attribute_holds_layer_list
+
+        return attribute_holds_layer_list(self.values, tuple(key), attr)
 
     def is_layer_list(self, key, attr: str) -> bool:
         """Whether ``attr`` of class ``key`` (or a base) comes from a ``make_layers`` tuple."""

@@ -889,58 +889,6 @@ class Values(Service):
             memo[(module, callee)] = is_builder(self.r, self.m.reader, module, callee)
         return memo[(module, callee)]
 
-    def holds_layer_list(self, key) -> bool:
-        """Whether an instance of class ``key`` builds a ``make_layers`` list (:meth:`list_builder`
-        of an attribute a class on its MRO assigns one to) or holds, in an attribute its
-        ``__init__`` chain assigns, an instance of a class that does, at most three holders deep
-        (SGLang 0.4.6 ``MiMoForCausalLM.model`` is a ``MiMoModel``, a ``Qwen2Model`` of
-        another module, which builds ``layers``).  ``False`` when that cannot be read."""
-        memo = self._memo.setdefault("holds-list", {})
-        if key not in memo:  # each question walks from its own class: no answer depends on another's
-            memo[key] = self._holds_layer_list(key, 0, {key})
-        return memo[key]
-
-    def _holds_layer_list(self, key, depth: int, seen: set) -> bool:
-        from ..resolve import EXTERNAL, NONE_KEY
-
-        try:
-            mro = [e for e in self.r.mro(key) if e[0] != EXTERNAL]
-        except Exception:  # noqa: BLE001  (a base outside the analysed code: its own __init__ is read)
-            mro = None
-        if mro is not None:
-            attrs = {a for entry in mro for c, a, *_ in (self.module_facts(entry[0]) or {}).get("lists", ())
-                     if c == entry[1]}
-            if any(self.list_builder(key, a) is not None for a in sorted(attrs)):
-                return True
-        if depth >= 3:
-            return False
-        for k in sorted(self._held_classes(key, mro is not None)):
-            if k != NONE_KEY and k[0] != EXTERNAL and k not in seen:
-                seen.add(k)
-                if self._holds_layer_list(k, depth + 1, seen):
-                    return True
-        return False
-
-    def _held_classes(self, key, mro_known: bool) -> set:
-        """The classes the attributes that ``key``'s ``__init__`` chain assigns may hold (with an
-        MRO that cannot be read, those its own ``__init__`` assigns); what cannot be read adds none."""
-        out: set = set()
-        try:
-            if mro_known:
-                for a in sorted({a for _owner, scope in self.r.executed_inits(key) for a in scope.get("assigns", {})}):
-                    got = self.r.attr_candidates(key, a)
-                    out |= got[0] if got else set()
-            else:
-                scope = self.r.class_record(key)["methods"].get("__init__")
-                for _a, pairs in sorted((scope or {}).get("assigns", {}).items()):
-                    for _line, descs in pairs:
-                        for d in descs:
-                            if d[0] != "none":
-                                out |= self.r.value_candidates(d, key[0], key, scope, 1, inst=key) or set()
-        except Exception:  # noqa: BLE001  (not read: nothing held is known)
-            pass
-        return out
-
     def list_builder(self, key, attr: str):
         """``(class, guard)``: the first class on ``key``'s MRO that assigns ``attr`` from
         ``make_layers``, and the guard of those assignments; ``None`` when none does."""

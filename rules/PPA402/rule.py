@@ -7,13 +7,14 @@ import re
 
 from pp_attr_lint.rule_api import Rule
 
-_PARAMS_DICT = re.compile(rb"dict\(\s*self\.named_parameters\(")
+_PARAMS_DICT = re.compile(rb"dict\(\s*self\.(?:\w+\.)?named_parameters\(")
 
 
 class UnownedParameterLoad(Rule):
     def prefilter(self, data: bytes) -> bool:
-        """The file builds a parameter dict of ``self`` (``dict(self.named_parameters(...))``): its
-        class may build a ``make_layers`` list or hold a model (of any module) that does."""
+        """The file builds a parameter dict of ``self`` or a submodule (``dict(self.named_parameters(...))``,
+        ``dict(self.model.named_parameters())``): its class may build a ``make_layers`` list or
+        hold a model (of any module) that does."""
         return _PARAMS_DICT.search(data) is not None
 
     def collect(self, tree, lines):
@@ -39,7 +40,14 @@ class UnownedParameterLoad(Rule):
         for cls in {rec[0] for rec in facts["lookups"]} - {c for c, b in builds.items() if b}:
             # no list of this module: a model it holds, of another module, may build one
             builds[cls] = rf.holds_layer_list((ctx.module, cls))
-        if not any(builds.get(rec[0]) for rec in facts["lookups"]):
+        for rec in facts["lookups"]:  # a submodule's dict: that submodule must build or hold the list
+            if rec[-1] is not None and (rec[0], rec[-1]) not in builds:
+                builds[rec[0], rec[-1]] = rf.attribute_holds_layer_list((ctx.module, rec[0]), rec[-1])
+
+        def layered(rec) -> bool:
+            return bool(builds.get(rec[0] if rec[-1] is None else (rec[0], rec[-1])))
+
+        if not any(layered(rec) for rec in facts["lookups"]):
             return []  # no lookup of a class with a make_layers list
         try:
             if not rf.module_runs_under_pp(ctx.module):
@@ -51,9 +59,10 @@ class UnownedParameterLoad(Rule):
         from pp_attr_lint.model import NotJudged
 
         out = []
-        for (cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via, kind, masked,
-             conditions, picked, delegates) in facts["lookups"]:
-            if not builds.get(cls):
+        for rec in facts["lookups"]:
+            (cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via, kind, masked,
+             conditions, picked, delegates, _of) = rec
+            if not layered(rec):
                 continue  # the call that would build the list is not a make_layers builder
             # the helpers handed the dict that would cover the lookup if each tested what it returns
             verdicts = {(c[0], c[1], tuple(c[2])): _verdict(rf, cls, c) for s in via for c in s}
