@@ -383,6 +383,38 @@ def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
     assert [(d["reason"], d["location"]["row"]) for d in r.not_judged()] == [("engine-fact-unknown", 14)], r.stdout
 
 
+
+def test_a_drafter_the_engine_refuses_under_pp_is_not_an_entry_point(tmp_path):
+    """A class named as a draft model is judged as not run under PP (nothing said of it) when
+    the engine asserts, under `pp_size > 1`, that no speculative algorithm is set (SGLang 0.4.6
+    and 0.5.1 forks' `server_args.py`); without that assert PPA202 lists it as not judged."""
+    import shutil
+
+    case = REPO / "rules" / "PPA202" / "cases" / "wrapper_without_proxy"
+    refusal = '''
+    class ServerArgs:
+        def check_server_args(self):
+            if self.pp_size > 1:
+                assert (
+                    self.disable_overlap_schedule
+                    and self.speculative_algorithm is None
+                ), "Pipeline parallelism is not compatible with speculative decoding."
+    '''
+    args = ("check", "mysgl", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
+            "--select", "PPA202")
+    verdicts = {}
+    for name, test in (("open", "is not None"), ("refused", "is None")):
+        root = tmp_path / name
+        shutil.copytree(case, root, ignore=shutil.ignore_patterns("__pycache__"))
+        (root / "mysgl" / "srt" / "server_args.py").write_text(
+            textwrap.dedent(refusal).replace("is None", test), encoding="utf-8")
+        r = run_cli(*args, cwd=root)
+        verdicts[name] = ([Path(f["filename"]).name for f in r.json()],
+                          [(Path(d["filename"]).name, d["reason"]) for d in r.not_judged()])
+    assert verdicts["open"] == (["mimo.py"], [("mimo_mtp.py", "engine-fact-unknown")]), verdicts
+    assert verdicts["refused"] == (["mimo.py"], []), verdicts
+
+
 HELPER_GUARDED = '''
 from vllm.model_executor.models.utils import make_layers
 

@@ -139,13 +139,21 @@ class SglangEngine(Service):
         False when any of it does not hold or cannot be told (the class is judged).  Raises
         :class:`~pp_attr_lint.resolve.Unresolved` (``pp-refusal-unsure``) when the check can be
         skipped (a test around the assert, an early ``return``, the flag bound twice) or other
-        code names the class: that it never runs under PP is not established."""
+        code names the class: that it never runs under PP is not established.
+
+        A class named as a speculative draft model (:data:`~pp_attr_lint.facts.DRAFTER_NAME_WORDS`)
+        is refused when the engine lets no speculative-decoding algorithm run under PP
+        (:meth:`pp_speculative_algorithms` is empty: SGLang 0.4.6 and 0.5.1 forks assert
+        ``speculative_algorithm is None`` when ``pp_size > 1``)."""
         if cls is None or "." in cls:
             return False
         entries = self.entry_classes(module)
         if not entries or (module, cls) not in entries:
             return False
-        req = self.pp_forward_requirement(self.loader_top(module) or module.split(".", 1)[0])
+        top = self.loader_top(module) or module.split(".", 1)[0]
+        if any(w in cls for w in F.DRAFTER_NAME_WORDS) and self.pp_speculative_algorithms(top) == frozenset():
+            return True
+        req = self.pp_forward_requirement(top)
         if req is None or self.forward_accepts((module, cls), req[0]) is not False:
             return False
         why = None

@@ -49,6 +49,8 @@ class ForwardDropsStageInput(Rule):
                 node = _Span(cnode.lineno, cnode.col_offset, cnode.lineno, cnode.col_offset + len(f"class {key[1]}"))
             col, end_col = lines.col(node.lineno, node.col_offset), lines.col(node.end_lineno, node.end_col_offset)
             if any(w in key[1] for w in F.DRAFTER_NAME_WORDS):
+                if rf.refused_under_pp(key[0], key[1]):
+                    continue  # the engine lets no speculative decoding run under PP
                 # a speculative draft model: whether the engine runs it under PP is its settings'
                 out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path,
                                      row=node.lineno, column=col + 1,

@@ -25,6 +25,7 @@ class SkippedInitAttribute(Rule):
 
     def check(self, ctx):
         from pp_attr_lint.semantic.init import Inits
+        from pp_attr_lint.semantic.model import RankFacts
 
         out = []
         unresolved = Inits.of(ctx).unresolved
@@ -34,8 +35,8 @@ class SkippedInitAttribute(Rule):
             init = rec["methods"]["__init__"]
             key = (ctx.module, cname)
             f = self._judge_class(ctx, key, rec, init)
-            if f is not None:
-                out.append(f)
+            if f is not None:  # none for a model the engine never runs under PP (a refused drafter)
+                out += RankFacts.of(ctx).unless_refused(self.code, cname, [f])
             elif key in unresolved and unresolved[key].reason in MISSING_CODE:
                 # the MRO leads into code the run does not have (a renamed copy whose absolute
                 # imports name the original package, a plugin without vLLM): which base
