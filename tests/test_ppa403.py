@@ -110,6 +110,21 @@ def test_constructions_that_disagree_are_not_judged(tmp_path):
     assert "`Pool`" in unjudged[0]["detail"] and "`Flat`" in unjudged[0]["detail"], unjudged
 
 
+def test_a_receiver_of_several_pools_is_reported_at_the_first_accessor_in_the_file(tmp_path):
+    """The receiver may be either of two pools of the file whose accessors are both stage-local
+    (SGLang 0.4.6: `MHATokenToKVPool` and `DoubleSparseTokenToKVPool`, built by one runner under
+    different settings): one finding, at the accessor first in the file, whatever the classes'
+    names sort to."""
+    pool = POOL.replace("class Pool:", "class ZPool:") + POOL.replace("class Pool:", "class APool:")
+    runner = RUNNER.replace("from .pool import Pool", "from .pool import APool, ZPool").replace(
+        "        self.pool = Pool(2, start_layer=start)",
+        "        if start > 8:\n            self.pool = APool(2, start_layer=start)\n"
+        "        else:\n            self.pool = ZPool(2, start_layer=start)")
+    root = _tree(tmp_path, pool=pool, runner=runner, backend=BACKEND)
+    findings, unjudged = _run(root)
+    assert findings == [("pool.py", 8)] and unjudged == [], (findings, unjudged)
+
+
 def test_an_abstract_declared_pool_is_not_judged(tmp_path):
     pool = POOL + """
 

@@ -165,7 +165,8 @@ def accessor_of(receivers, classes, m: str, own: dict, facts_of):
     (:meth:`Receivers.classes <pp_attr_lint.semantic.constructions.Receivers.classes>`), with the
     receiver's class names and where each is built with a stage's ``start_layer``, when every
     class (``None`` aside) runs a stage-local accessor for ``m``, is built so somewhere
-    (:func:`stage_built`) and one of them is the file's; else ``None``.  ``own`` maps
+    (:func:`stage_built`) and one of them is the file's (the first of the file's, in source
+    order, where several are); else ``None``.  ``own`` maps
     ``(module, class, method)`` to the file's accessors, ``facts_of(module)`` gives a module's
     accessors (:func:`accessors`).  Raises
     :class:`~pp_attr_lint.semantic.constructions.NotEstablished` when an MRO cannot be read or
@@ -185,8 +186,8 @@ def accessor_of(receivers, classes, m: str, own: dict, facts_of):
             plain.append(k[1])  # its `m` is not stage-local, or it is built with no stage range
             continue
         acc, built = got
-        if acc is not None and hit is None:
-            hit = acc
+        if acc is not None and (hit is None or (acc[5], acc[6]) < (hit[5], hit[6])):
+            hit = acc  # the first in the file: the base class's, which its subclasses share
         holders.append(k[1])
         stages.append(built)
     if hit is None:
