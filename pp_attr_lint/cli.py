@@ -581,21 +581,24 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
     allowed = fix_applicabilities(args.unsafe_fixes)  # what `--fix` applies is what the reports call fixable
     from .unjudged import summary_line
 
+    # the options given, whose hints would not help (`--python none` is given too)
+    given = frozenset(flag for flag, value in (("--src", getattr(args, "src", None)),
+                                                ("--python", getattr(args, "python", None))) if value)
     if args.statistics:
         # the reads not judged are counted too (listed per rule and reason when asked for): a
         # run with none reported and some not judged must not print nothing
         out.write(report.statistics(findings, allowed, result.not_judged if args.show_unresolved else ()))
         if result.not_judged and not args.quiet:
-            out.write(summary_line(result.not_judged, shown=args.show_unresolved) + "\n")
+            out.write(summary_line(result.not_judged, shown=args.show_unresolved, given=given) + "\n")
         return
 
     unjudged = result.not_judged
     if fmt == "json":
         # ruff's format is a list of diagnostics, and tools read every entry as one: the reads not
-        # judged are listed there only when asked for, and summed up on stderr otherwise
+        # judged are listed there only when asked for; they are summed up on stderr either way
         out.write(report.to_json(findings, unjudged if args.show_unresolved else (), allowed))
-        if unjudged and not args.show_unresolved and not args.quiet:
-            print(summary_line(unjudged, shown=False), file=sys.stderr)
+        if unjudged and not args.quiet:
+            print(summary_line(unjudged, shown=args.show_unresolved, given=given), file=sys.stderr)
     elif fmt == "concise":
         out.write(report.to_concise(findings, allowed))
         if args.show_unresolved:
@@ -603,14 +606,14 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
         if not args.quiet:
             out.write(report.found_line(len(findings), len(fixed), bool(result.missing_engines)) + "\n")
             if unjudged:
-                out.write(summary_line(unjudged, shown=args.show_unresolved) + "\n")
+                out.write(summary_line(unjudged, shown=args.show_unresolved, given=given) + "\n")
     elif fmt == "github":
         out.write(report.to_github(findings))
         if result.missing_engines:
             msg = report.gh_escape_data(engine_message(result.missing_engines, python))
             out.write(f"::error title=pp-attr-lint (engine not found)::{msg}\n")
         if unjudged:
-            out.write(f"::notice title=pp-attr-lint::{report.gh_escape_data(summary_line(unjudged))}\n")
+            out.write(f"::notice title=pp-attr-lint::{report.gh_escape_data(summary_line(unjudged, given=given))}\n")
     elif fmt == "sarif":
         out.write(report.to_sarif(findings, rules, unjudged, sources=result.sources,
                                   fingerprints=[fingerprints[id(f)] for f in findings] if fingerprints else None,
@@ -619,7 +622,8 @@ def _report(args, findings, result, fixed, rules, out, fix_errors=(), python=Non
         color = None if out is sys.stdout else False
         report.print_text(findings, result.sources, out, show_fixes=args.show_fixes, fixed=fixed, color=color,
                           not_judged=unjudged, show_unresolved=args.show_unresolved, quiet=args.quiet,
-                          fix_errors=fix_errors, incomplete=bool(result.missing_engines), allowed=allowed)
+                          fix_errors=fix_errors, incomplete=bool(result.missing_engines), allowed=allowed,
+                          given=given)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -310,7 +310,7 @@ def statistics(findings: list[Finding], allowed: tuple[str, ...] = ("safe",),
 def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *, show_fixes: bool = False,
                fixed: list[Finding] = (), color: bool | None = None, not_judged: list[NotJudged] = (),
                show_unresolved: bool = False, quiet: bool = False, fix_errors: list[str] = (),
-               incomplete: bool = False, allowed: tuple[str, ...] = ("safe",)) -> None:
+               incomplete: bool = False, allowed: tuple[str, ...] = ("safe",), given=frozenset()) -> None:
     """Ruff-style text: a header line per finding, the source line with the read underlined, the
     resolution chain (``= why:``) and the fix (``= help:``), then a summary line (see
     :func:`found_line` for ``incomplete``); with
@@ -369,7 +369,7 @@ def print_text(findings: list[Finding], sources: dict[str, str], out: TextIO, *,
         lines += [[(None, f"  {display_path(f.path)}:{f.row}:{f.column}: {_label(f)} {f.fix.message if f.fix else ''}")]
                   for f in fixed]
     if not_judged and not quiet:
-        lines.append([(None, summary_line(not_judged, shown=show_unresolved))])
+        lines.append([(None, summary_line(not_judged, shown=show_unresolved, given=given))])
     if _styled(out, color):
         from rich.console import Console
         from rich.text import Text

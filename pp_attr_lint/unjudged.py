@@ -99,14 +99,15 @@ def counts(records) -> list[tuple[str, int]]:
     return sorted(c.items(), key=lambda kv: (-kv[1], order.get(kv[0], len(order)), kv[0]))
 
 
-def summary_line(records, shown: bool = False, top: int = 3) -> str:
+def summary_line(records, shown: bool = False, top: int = 3, given=frozenset()) -> str:
     """The one line a text report ends with when some reads were not judged, e.g.::
 
         12 reads not judged (7 module-not-found, 5 receiver-unresolved); list them with
         `--show-unresolved`; may help: `--src DIR`, installing the package, or `--python PATH`
 
-    ``shown``: the list was printed (then the flag is not named again).  Empty when ``records``
-    is empty."""
+    ``shown``: the list was printed (then the flag is not named again); ``given``: the options
+    the run was given (``{"--src"}``), whose hints are left out when they name nothing else.
+    Empty when ``records`` is empty."""
     if not records:
         return ""
     n = len(records)
@@ -115,7 +116,16 @@ def summary_line(records, shown: bool = False, top: int = 3) -> str:
     line = f"{n} read{'s' if n != 1 else ''} not judged ({parts})"
     if not shown:
         line += "; list them with `--show-unresolved`"
-    hints = list(dict.fromkeys(helps(r) for r, _ in by[:top] if helps(r)))
+    hints = list(dict.fromkeys(helps(r) for r, _ in by[:top] if helps(r) and not _only_given(helps(r), given)))
     if hints:
         line += "; may help: " + "; ".join(hints)
     return line + "."
+
+
+def _only_given(hint: str, given) -> bool:
+    """Whether every option ``hint`` names (```--src DIR```) is one the run was given: then the
+    hint adds nothing (the engine was given and the fact is not in it)."""
+    import re
+
+    flags = re.findall(r"`(--[a-z-]+)", hint)
+    return bool(flags) and all(f in given for f in flags)

@@ -50,6 +50,23 @@ def test_syntax_error_in_a_dependency_is_invalid_syntax(seed, broken):
     assert {d["reason"] for d in nj} == {"syntax-error"}
     assert {d["dependency"] for d in nj} == {str((seed / MODELS / broken).resolve())}
     assert [d["name"] for d in r.json()] == ["invalid-syntax"]
+    # listed, and summed up on stderr all the same (without naming the flag again)
+    assert f"{n} reads not judged ({n} syntax-error); may help" in r.stderr and "--show-unresolved" not in r.stderr
+
+
+def test_a_hint_naming_only_options_given_is_left_out():
+    """The summary's hints help only with what the run lacks: with `--src` and `--python` both
+    given, `--src DIR` with the engine's sources, or `--python PATH` with it installed" adds
+    nothing; with one of them given, the other still helps."""
+    from types import SimpleNamespace
+
+    from pp_attr_lint.unjudged import summary_line
+
+    records = [SimpleNamespace(reason="engine-fact-unknown")] * 2
+    assert "may help: `--src DIR` with the engine's sources" in summary_line(records)
+    assert "may help: `--src DIR` with the engine's sources" in summary_line(records, given={"--src"})
+    line = summary_line(records, given={"--src", "--python"})
+    assert line == "2 reads not judged (2 engine-fact-unknown); list them with `--show-unresolved`.", line
 
 
 def test_show_unresolved_and_strict(seed):
