@@ -215,9 +215,9 @@ def test_explicit_config_file(seed, tmp_path):
 
 @pytest.mark.parametrize("body,message", [
     ('bogus = 1\n', "unknown key(s) in pp-attr-lint configuration: bogus"),
-    ('select = ["PPX999"]\n', "unknown rule code or prefix `PPX999` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)"),
-    ('ignore = ["NOPE1"]\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)"),
-    ('per-file-ignores = { "a.py" = ["NOPE1"] }\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)"),
+    ('select = ["PPX999"]\n', "unknown rule code or prefix `PPX999` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414, PPA415)"),
+    ('ignore = ["NOPE1"]\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414, PPA415)"),
+    ('per-file-ignores = { "a.py" = ["NOPE1"] }\n', "unknown rule code or prefix `NOPE1` (known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414, PPA415)"),
     ('select = "PPA001"\n', "`select` must be a list of strings"),
     ('rules = ["missing.yaml"]\n', "cannot read rule file"),
     ('select = [\n', "not valid TOML"),
@@ -234,7 +234,7 @@ def test_bad_cli_selection_is_exit_2(seed):
     r = concise(seed, "--select", "PPA001,XYZ1")
     assert r.returncode == 2
     assert r.stderr == ("pp-attr-lint: error: unknown rule code or prefix `XYZ1` "
-                        "(known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414)\n")
+                        "(known: PPA001, PPA002, PPA003, PPA101, PPA102, PPA103, PPA201, PPA202, PPA301, PPA401, PPA402, PPA403, PPA404, PPA405, PPA406, PPA407, PPA408, PPA409, PPA410, PPA411, PPA412, PPA413, PPA414, PPA415)\n")
 
 
 def test_config_errors_of_explicit_file(seed, tmp_path):
@@ -274,7 +274,7 @@ def test_project_rule_file_end_to_end(seed):
     r = cli("rules", cwd=seed)
     assert [ln.split()[0] for ln in r.stdout.splitlines()] == [
         "PPA001", "PPA002", "PPA003", "PPA101", "PPA102", "PPA103", "PPA201", "PPA202", "PPA301", "PPA401", "PPA402",
-        "PPA403", "PPA404", "PPA405", "PPA406", "PPA407", "PPA408", "PPA409", "PPA410", "PPA411", "PPA412", "PPA413", "PPA414", "PPX100"]
+        "PPA403", "PPA404", "PPA405", "PPA406", "PPA407", "PPA408", "PPA409", "PPA410", "PPA411", "PPA412", "PPA413", "PPA414", "PPA415", "PPX100"]
     r = cli("rule", "PPX100", cwd=seed)
     assert r.returncode == 0 and "Finds reads of `layers` on a wrapper module." in r.stdout
     r = concise(seed)

@@ -415,6 +415,56 @@ def test_a_drafter_the_engine_refuses_under_pp_is_not_an_entry_point(tmp_path):
     assert verdicts["refused"] == (["mimo.py"], []), verdicts
 
 
+
+def test_the_worker_read_is_reported_only_for_a_model_that_sends_nothing(tmp_path):
+    """PPA415 counts a model whose `forward` takes no `pp_proxy_tensors` only when it serves
+    generation and runs no code that builds a `PPProxyTensors`: an embedding-only model (the
+    worker's embedding path) and a wrapper around a staged model (PPA202's) leave the line alone."""
+    import shutil
+
+    case = REPO / "rules" / "PPA415" / "cases" / "unrefused_model"
+    args = ("check", "mysgl", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA415")
+    models = case / "mysgl" / "srt" / "models"
+    embed = '''
+    import torch.nn as nn
+
+
+    class Embedder(nn.Module):
+        def forward(self, input_ids, positions, get_embedding=True):
+            return [float(i) for i in input_ids]
+
+
+    EntryClass = Embedder
+    '''
+    wrapper = '''
+    import torch.nn as nn
+
+    from mysgl.srt.models.staged import StagedForCausalLM
+
+
+    class Wrapper(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = StagedForCausalLM()
+
+        def forward(self, input_ids, positions):
+            return self.inner(input_ids, positions)
+
+
+    EntryClass = Wrapper
+    '''
+    found = {}
+    for name, extra in (("plain", {}), ("embed", {"embed.py": embed}), ("wrapper", {"wrapper.py": wrapper})):
+        root = tmp_path / name
+        shutil.copytree(case, root, ignore=shutil.ignore_patterns("__pycache__"))
+        if extra:
+            (root / "mysgl" / "srt" / "models" / "plain.py").unlink()
+        for f, text in extra.items():
+            (root / "mysgl" / "srt" / "models" / f).write_text(textwrap.dedent(text), encoding="utf-8")
+        found[name] = [(Path(f["filename"]).name, f["code"]) for f in run_cli(*args, cwd=root).json()]
+    assert models.is_dir() and found == {"plain": [("tp_worker.py", "PPA415")], "embed": [], "wrapper": []}, found
+
+
 HELPER_GUARDED = '''
 from vllm.model_executor.models.utils import make_layers
 

@@ -420,6 +420,67 @@ class SglangEngine(Service):
         return answer
 
 
+    def stage_output_reads(self, top: str) -> list:
+        """Where the engine whose top-level package is ``top`` reads the stage output off what a
+        model's ``forward`` returned, on the ranks before the last: ``(module, node, qualname,
+        call text)`` for each ``X.tensors`` read in a function that binds ``X`` (alone or first of
+        a tuple) to a call of ``.forward(..., pp_proxy_tensors=...)`` and reads it under a guard
+        of rank tests that holds only off the last rank, in a method of a class (or a function)
+        some code of the tree calls.  SGLang 0.4.6 ``TpModelWorker.forward_batch_generation``
+        (sglang/srt/managers/tp_worker.py): ``pp_proxy_tensors, _ = self.model_runner.forward(
+        ..., pp_proxy_tensors=...)`` then ``return pp_proxy_tensors.tensors, ...`` in the
+        ``else:`` of ``if self.pp_group.is_last_rank:``; the runner returns what the model's
+        ``forward`` does (``self.model.forward(..., **kwargs)``)."""
+        memo = self._memo.setdefault("stage-output-reads", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) in memo:
+            return memo[(dirs, top)]
+        out = []
+        for module, tree, lines in self.m.reader.package_trees(top, b".tensors"):
+            owners = {id(m): c.name for c in fast_walk(tree) if isinstance(c, ast.ClassDef)
+                      for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            for fn in fast_walk(tree):
+                if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                bound = {}  # name -> the `.forward(...)` call it holds the result of
+                for n in fast_walk(fn):
+                    if isinstance(n, ast.Assign) and len(n.targets) == 1 and _stage_forward_call(n.value):
+                        t = n.targets[0]
+                        first = t.elts[0] if isinstance(t, ast.Tuple) and t.elts else t
+                        if isinstance(first, ast.Name):
+                            bound[first.id] = n.value
+                reads = [n for n in fast_walk(fn) if isinstance(n, ast.Attribute) and n.attr == "tensors"
+                         and isinstance(n.ctx, ast.Load) and isinstance(n.value, ast.Name) and n.value.id in bound]
+                if not reads or not self._called(owners.get(id(fn), fn.name)):
+                    continue
+                guards = FunctionGuards(fn, lines, cls=owners.get(id(fn)))
+                for n in reads:
+                    g = guards.every_call(n)
+                    if g is not None and G.implies(g, G.f_not(G.LAST)) and G.satisfying(g) is not None:
+                        qual = f"{owners[id(fn)]}.{fn.name}" if id(fn) in owners else fn.name
+                        out.append((module, n, qual, ast.unparse(bound[n.value.id].func)))
+        memo[(dirs, top)] = out
+        return out
+
+    def models_without(self, top: str, parameter: str) -> list:
+        """The entry classes of the registries of package ``top`` (:meth:`entry_classes` of each
+        module beside a registry module) whose ``forward`` does not take ``parameter``
+        (:meth:`forward_accepts` is False), in module order."""
+        out = []
+        packages = {pkg for _attr, pkg, _fn in self._registry_functions(top)}
+        for attr in sorted({a for a, _pkg, _fn in self._registry_functions(top)}):
+            for module, _tree, _lines in self.m.reader.package_trees(top, attr.encode()):
+                if module.rsplit(".", 1)[0] in packages:
+                    out += [k for k in self.entry_classes(module) or () if self.forward_accepts(k, parameter) is False]
+        return sorted(set(map(tuple, out)))
+
+def _stage_forward_call(node) -> bool:
+    """``x.forward(..., pp_proxy_tensors=...)``: a call of a model's ``forward`` handed what the
+    rank received."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "forward" \
+        and any(k.arg == "pp_proxy_tensors" for k in node.keywords)
+
+
 def _allocations(fn, lines) -> dict:
     """``{key: guard}`` of the runner's allocations in ``fn`` (see
     :meth:`SglangEngine.proxy_contract`): the guard under which ``fn`` allocates ``key`` (the

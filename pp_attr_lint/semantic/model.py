@@ -280,6 +280,14 @@ class RankFacts:
         """:meth:`SglangEngine.pp_speculative_algorithms <pp_attr_lint.engines.sglang.SglangEngine.pp_speculative_algorithms>`."""
         return self.sglang.pp_speculative_algorithms(top)
 
+    def stage_output_reads(self, top: str) -> list:
+        """:meth:`SglangEngine.stage_output_reads <pp_attr_lint.engines.sglang.SglangEngine.stage_output_reads>`."""
+        return self.sglang.stage_output_reads(top)
+
+    def models_without(self, top: str, parameter: str) -> list:
+        """:meth:`SglangEngine.models_without <pp_attr_lint.engines.sglang.SglangEngine.models_without>`."""
+        return self.sglang.models_without(top, parameter)
+
     def entry_classes(self, module: str) -> list | None:
         """:meth:`SglangEngine.entry_classes <pp_attr_lint.engines.sglang.SglangEngine.entry_classes>`."""
         return self.sglang.entry_classes(module)
