@@ -465,6 +465,58 @@ def test_the_worker_read_is_reported_only_for_a_model_that_sends_nothing(tmp_pat
     assert models.is_dir() and found == {"plain": [("tp_worker.py", "PPA415")], "embed": [], "wrapper": []}, found
 
 
+
+def test_what_cannot_be_read_of_a_forward_or_a_submodule_dict_is_listed(tmp_path):
+    """No silent pass on an engine with no refusal: an entry class whose `forward` takes no
+    `pp_proxy_tensors` but whose base is outside the analysed code (SGLang's
+    `MultiModalityCausalLM(PreTrainedModel)`) is listed as not judged by PPA202, and a loader
+    whose dict holds the parameters of a submodule whose class cannot be told (`self.inner =
+    versions[v](config)`) by PPA402."""
+    import shutil
+
+    case = REPO / "rules" / "PPA202" / "cases" / "wrapper_without_proxy"
+    ext = '''
+    from transformers import PreTrainedModel
+
+    from mysgl.srt.models.qwen2 import Qwen2Model, Qwen2ForCausalLM
+
+    VERSIONS = {"2": Qwen2ForCausalLM}
+
+
+    class ExtWrapper(PreTrainedModel):
+        def __init__(self, config):
+            super().__init__(config)
+            self.model = Qwen2Model(config)
+
+        def forward(self, input_ids, positions):
+            return self.model(input_ids, positions)
+
+
+    class Dispatch:
+        def __init__(self, config):
+            self.inner = VERSIONS[config.version](config)
+
+        def forward(self, input_ids, positions, pp_proxy_tensors=None):
+            return self.inner(input_ids, positions, pp_proxy_tensors=pp_proxy_tensors)
+
+        def load_weights(self, weights):
+            params_dict = dict(self.inner.named_parameters())
+            for name, w in weights:
+                params_dict[name].copy_(w)
+
+
+    EntryClass = [ExtWrapper, Dispatch]
+    '''
+    root = tmp_path / "tree"
+    shutil.copytree(case, root, ignore=shutil.ignore_patterns("__pycache__"))
+    (root / "mysgl" / "srt" / "models" / "ext.py").write_text(textwrap.dedent(ext), encoding="utf-8")
+    r = run_cli("check", "mysgl/srt/models/ext.py", "--src", STUBS, "--no-cache", "--output-format", "json",
+                "--show-unresolved", "--select", "PPA202,PPA402", cwd=root)
+    got = sorted((d["rule"], d["location"]["row"], d["reason"]) for d in r.not_judged())
+    assert r.json() == [] and got == [("PPA202", 9, "module-not-found"), ("PPA402", 28, "receiver-unresolved")], \
+        r.stdout
+
+
 HELPER_GUARDED = '''
 from vllm.model_executor.models.utils import make_layers
 

@@ -25,18 +25,27 @@ def holds_layer_list(values, key) -> bool:
     return memo[key]
 
 
-def attribute_holds_layer_list(values, key, attr: str) -> bool:
+def attribute_holds_layer_list(values, key, attr: str):
     """Whether attribute ``attr`` of an instance of class ``key`` may hold an instance of a class
     that builds or holds a ``make_layers`` list (:func:`holds_layer_list` of the classes its
-    assignments may hold).  ``False`` when that cannot be read; nothing is raised."""
+    assignments may hold): ``True``, ``False``, or the
+    :class:`~pp_attr_lint.resolve.Unresolved` that keeps the classes from being told (SGLang's
+    ``self.minicpmv = instance_class(...)``, a class looked up in a dict).  Nothing is raised."""
+    from ..resolve import Unresolved
+
     memo = values._memo.setdefault("attr-holds-list", {})
     if (key, attr) not in memo:
         try:
             got = values.r.attr_candidates(key, attr)
+        except Unresolved as e:
+            got = e
         except Exception:  # noqa: BLE001  (cannot be read)
-            got = None
-        memo[(key, attr)] = any(holds_layer_list(values, k) for k in sorted(got[0] if got else ())
-                                if k != NONE_KEY and k[0] != EXTERNAL)
+            got = Unresolved("receiver-unresolved", f"the classes `{key[1]}.{attr}` may hold cannot be read")
+        if got is None:
+            why = values.r.why or ("receiver-unresolved", f"the classes `{key[1]}.{attr}` may hold cannot be read")
+            got = Unresolved(why[0], why[1], why[2] if len(why) > 2 else None)
+        memo[(key, attr)] = got if isinstance(got, Unresolved) else any(
+            holds_layer_list(values, k) for k in sorted(got[0]) if k != NONE_KEY and k[0] != EXTERNAL)
     return memo[(key, attr)]
 
 

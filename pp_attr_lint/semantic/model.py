@@ -153,9 +153,10 @@ class RankFacts:
 
         return holds_layer_list(self.values, tuple(key))
 
-    def attribute_holds_layer_list(self, key, attr: str) -> bool:
+    def attribute_holds_layer_list(self, key, attr: str):
         """:func:`~.holders.attribute_holds_layer_list`: whether attribute ``attr`` of class
-        ``key`` may hold a model that builds or holds a ``make_layers`` list."""
+        ``key`` may hold a model that builds or holds a ``make_layers`` list (``True``, ``False``,
+        or the :class:`~pp_attr_lint.resolve.Unresolved` that keeps it from being told)."""
         from .holders import attribute_holds_layer_list
 
         return attribute_holds_layer_list(self.values, tuple(key), attr)

@@ -17,6 +17,26 @@ class _Span(NamedTuple):
     end_col_offset: int
 
 
+def _unread(rf, key):
+    """The :class:`~pp_attr_lint.resolve.Unresolved` that keeps the calls of entry class
+    ``key``'s ``forward`` from being read, when the engine has no refusal, the class's own
+    ``forward`` takes no ``pp_proxy_tensors`` and its MRO cannot be read (a base of another
+    package: SGLang's `MultiModalityCausalLM(PreTrainedModel)`); else ``None``."""
+    from pp_attr_lint.resolve import Unresolved
+    from pp_attr_lint.semantic.entry import SGLANG_STAGE_INPUT
+
+    if rf.pp_forward_requirement(key[0].split(".", 1)[0]) is not None \
+            or rf.forward_accepts(key, SGLANG_STAGE_INPUT) is not False:
+        return None
+    try:
+        rf.r.mro(key)
+    except Unresolved as e:
+        return e
+    except Exception:  # noqa: BLE001  (cannot tell: nothing said of it)
+        return None
+    return None
+
+
 class ForwardDropsStageInput(Rule):
     def check(self, ctx):
         from pp_attr_lint.model import NotJudged
@@ -34,6 +54,15 @@ class ForwardDropsStageInput(Rule):
             except Exception:  # noqa: BLE001  (cannot tell: nothing said of it)
                 ff = None
             if ff is None:
+                unread = _unread(rf, key)
+                if unread is not None:  # the calls of a `forward` without the parameter are not read
+                    cnode = rf.reader.class_node(key)
+                    if cnode is not None:
+                        out.append(NotJudged(code=self.code, reason=unread.reason, path=ctx.file.path,
+                                             row=cnode.lineno, column=cnode.col_offset + 1, dep_path=unread.path,
+                                             detail=f"`{key[1]}.forward` takes no `pp_proxy_tensors`; whether it "
+                                                    f"calls an inner model that needs them is not read: "
+                                                    f"{unread.detail}"))
                 continue
             node, callee = ff.site.node, ff.site.callee[0]
             definer = rf.entry.definer(key, "forward") or key

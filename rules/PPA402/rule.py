@@ -44,10 +44,13 @@ class UnownedParameterLoad(Rule):
             if rec[-1] is not None and (rec[0], rec[-1]) not in builds:
                 builds[rec[0], rec[-1]] = rf.attribute_holds_layer_list((ctx.module, rec[0]), rec[-1])
 
-        def layered(rec) -> bool:
-            return bool(builds.get(rec[0] if rec[-1] is None else (rec[0], rec[-1])))
+        def held(rec):  # True, False, or the Unresolved that keeps a submodule's class from being told
+            return builds.get(rec[0] if rec[-1] is None else (rec[0], rec[-1]))
 
-        if not any(layered(rec) for rec in facts["lookups"]):
+        def layered(rec) -> bool:
+            return held(rec) is True
+
+        if not any(layered(rec) or isinstance(held(rec), Unresolved) for rec in facts["lookups"]):
             return []  # no lookup of a class with a make_layers list
         try:
             if not rf.module_runs_under_pp(ctx.module):
@@ -61,7 +64,14 @@ class UnownedParameterLoad(Rule):
         out = []
         for rec in facts["lookups"]:
             (cls, line, col, end_line, end_col, dname, key, func, quant, qcalls, opaque, via, kind, masked,
-             conditions, picked, delegates, _of) = rec
+             conditions, picked, delegates, of) = rec
+            if isinstance(held(rec), Unresolved):  # whose parameters the dict holds is not told
+                e = held(rec)
+                out += rf.unless_refused(self.code, cls, [NotJudged(
+                    code=self.code, reason=e.reason, path=ctx.file.path, row=line, column=col + 1, dep_path=e.path,
+                    detail=f"`{dname}` holds the parameters of `self.{of}`, whose class cannot be told: whether it "
+                           f"builds a `make_layers` list is not read ({e.detail})")])
+                continue
             if not layered(rec):
                 continue  # the call that would build the list is not a make_layers builder
             # the helpers handed the dict that would cover the lookup if each tested what it returns
