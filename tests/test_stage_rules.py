@@ -321,6 +321,18 @@ def test_a_declared_flag_without_a_raise_does_not_make_the_drop_a_finding(tmp_pa
     assert [(Path(f["filename"]).name, f["location"]["row"]) for f in r.json()] == [("worker.py", 10)], r.stdout
 
 
+# SGLang 0.4.6 and 0.5.1 forks' `server_args.py`: no speculative decoding under pipeline parallelism
+REFUSES_EVERY_ALGORITHM = '''
+class ServerArgs:
+    def check_server_args(self):
+        if self.pp_size > 1:
+            assert (
+                self.disable_overlap_schedule
+                and self.speculative_algorithm is None
+            ), "Pipeline parallelism is not compatible with speculative decoding."
+'''
+
+
 def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
     """PPA414: the setter of an EAGLE-3 drafter's layers is reported when the engine's code lets
     EAGLE-3 run under PP, left alone when the check the engine calls under `pp_size > 1` allows
@@ -367,15 +379,7 @@ def test_a_capture_setter_is_judged_by_what_the_engine_runs_under_pp(tmp_path):
     assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
     # SGLang 0.5.1 forks: `assert ... and self.speculative_algorithm is None` under `pp_size > 1`
     # refuses every drafter under PP
-    every = '''
-    class ServerArgs:
-        def check_server_args(self):
-            if self.pp_size > 1:
-                assert (
-                    self.disable_overlap_schedule
-                    and self.speculative_algorithm is None
-                ), "Pipeline parallelism is not compatible with speculative decoding."
-    '''
+    every = REFUSES_EVERY_ALGORITHM
     r = run_cli(*args, cwd=_write(tmp_path / "every", {**base, "eng/server_args.py": every}))
     assert r.rc == 0 and r.json() == [] and r.not_judged() == [], r.stdout
     r = run_cli(*args, cwd=_write(tmp_path / "other", {**base, "eng/server_args.py": every.replace(
@@ -391,15 +395,7 @@ def test_a_drafter_the_engine_refuses_under_pp_is_not_an_entry_point(tmp_path):
     import shutil
 
     case = REPO / "rules" / "PPA202" / "cases" / "wrapper_without_proxy"
-    refusal = '''
-    class ServerArgs:
-        def check_server_args(self):
-            if self.pp_size > 1:
-                assert (
-                    self.disable_overlap_schedule
-                    and self.speculative_algorithm is None
-                ), "Pipeline parallelism is not compatible with speculative decoding."
-    '''
+    refusal = REFUSES_EVERY_ALGORITHM
     args = ("check", "mysgl", "--src", STUBS, "--no-cache", "--output-format", "json", "--show-unresolved",
             "--select", "PPA202")
     verdicts = {}
