@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import run_cli
+from helpers import REPO, run_cli
 
 MODELS = Path("minivllm") / "model_executor" / "models"
 
@@ -865,3 +865,63 @@ def test_an_ambiguous_receiver_of_a_placeholder_read_is_not_judged(tmp_path):
     write(tmp_path, files)
     got = _ppa101(tmp_path, "pkg", tmp_path)
     assert [(g[0], g[1], g[2]) for g in got] == [("not-judged", "ambiguous", 21)], got
+
+
+def test_a_read_two_classes_share_is_listed_once(tmp_path):
+    """A line that a class and its subclass of the same file share, of which the same is said
+    (SGLang 0.5.1 `llama_embedding.py:39`: `LlamaEmbeddingModel` and `MistralModel(...)`, both
+    `masked-by` the same load failure), is one read not judged, not two."""
+    registry = (REPO / "rules" / "PPA202" / "cases" / "wrapper_without_proxy" / "mysgl" / "srt" / "models"
+                / "registry.py").read_text(encoding="utf-8")
+    model = textwrap.dedent('''
+        import torch.nn as nn
+        from vllm.distributed import get_pp_group
+        from vllm.model_executor.models.utils import make_layers
+
+
+        class Layer(nn.Module):
+            pass
+
+
+        class Inner(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: Layer())
+
+            def forward(self, input_ids, positions, pp_proxy_tensors=None):
+                if not get_pp_group().is_first_rank:
+                    assert pp_proxy_tensors is not None
+                return input_ids
+
+
+        class Emb(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.model = Inner(config)
+
+            def forward(self, input_ids, positions):
+                return self.model(input_ids, positions)
+
+            def load_weights(self, weights):
+                params_dict = dict(self.named_parameters())
+                for name, w in weights:
+                    params_dict[name].copy_(w)
+
+
+        class Emb2(Emb):
+            pass
+
+
+        EntryClass = [Emb, Emb2]
+        ''')
+    models = tmp_path / "mysgl" / "srt" / "models"
+    models.mkdir(parents=True)
+    for init in (tmp_path / "mysgl", tmp_path / "mysgl" / "srt", models):
+        (init / "__init__.py").write_text("", encoding="utf-8")
+    (models / "registry.py").write_text(registry, encoding="utf-8")
+    (models / "emb.py").write_text(model, encoding="utf-8")
+    r = run_cli("check", "mysgl", "--src", REPO / "fixtures" / "ppstub", "--no-cache", "--output-format", "json",
+                "--show-unresolved", cwd=tmp_path)
+    got = [(d["rule"], d["location"]["row"], d["reason"]) for d in r.not_judged()]
+    assert got == [("PPA202", 28, "masked-by")], r.stdout
+

@@ -197,6 +197,11 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
     findings.sort(key=Finding.sort_key)
     if ignore_for:
         unjudged = [n for n in unjudged if not ignore_for(n.path, n.code)]
+    # one record per read: a line two classes share (a subclass of the same file) is said once
+    # when what is said of it is the same
+    from ..model import not_judged_to_dict
+
+    unjudged = list({tuple(not_judged_to_dict(n).values()): n for n in unjudged}.values())
     return CheckResult(findings=findings, files_checked=len(paths), sources=sources,
                        not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes,
                        digests={f.path: digests[f.path] for f in findings if digests.get(f.path)},
