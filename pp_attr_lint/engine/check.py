@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..model import Finding, NotJudged
+from ..model import Finding, NotJudged, not_judged_to_dict
 from ..rule_api import Rule
 from ..textio import display_path
 from ..unjudged import BROKEN_FILE
@@ -199,8 +199,6 @@ def check(files: list[Path], rules: list[Rule], *, cache: Cache, src: list[Path]
         unjudged = [n for n in unjudged if not ignore_for(n.path, n.code)]
     # one record per read: a line two classes share (a subclass of the same file) is said once
     # when what is said of it is the same
-    from ..model import not_judged_to_dict
-
     unjudged = list({tuple(not_judged_to_dict(n).values()): n for n in unjudged}.values())
     return CheckResult(findings=findings, files_checked=len(paths), sources=sources,
                        not_judged=sorted(unjudged, key=NotJudged.sort_key), notes=notes,

@@ -118,8 +118,7 @@ class SglangEngine(Service):
                     n, (ast.AugAssign, ast.AnnAssign, ast.NamedExpr)) else []
                 for t in targets:
                     stores[ast.unparse(t)] = stores.get(ast.unparse(t), 0) + 1
-            owners = {id(m): c.name for c in fast_walk(tree) if isinstance(c, ast.ClassDef)
-                      for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            owners = _method_owners(tree)
             for fn in fast_walk(tree):
                 if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     found = _forward_requirement(fn, stores)
@@ -437,8 +436,7 @@ class SglangEngine(Service):
             return memo[(dirs, top)]
         out = []
         for module, tree, lines in self.m.reader.package_trees(top, b".tensors"):
-            owners = {id(m): c.name for c in fast_walk(tree) if isinstance(c, ast.ClassDef)
-                      for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            owners = _method_owners(tree)
             for fn in fast_walk(tree):
                 if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     continue
@@ -473,6 +471,12 @@ class SglangEngine(Service):
                 if module.rsplit(".", 1)[0] in packages:
                     out += [k for k in self.entry_classes(module) or () if self.forward_accepts(k, parameter) is False]
         return sorted(set(map(tuple, out)))
+
+def _method_owners(tree) -> dict:
+    """``{id(method node): class name}`` of the methods of every class of ``tree``."""
+    return {id(m): c.name for c in fast_walk(tree) if isinstance(c, ast.ClassDef)
+            for m in c.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
 
 def _stage_forward_call(node) -> bool:
     """``x.forward(..., pp_proxy_tensors=...)``: a call of a model's ``forward`` handed what the

@@ -298,22 +298,26 @@ class Calls(Service):
 class CallSite(NamedTuple):
     """One call a method makes that the call graph follows: the caller and the callee as
     ``(class key, method name)``, the call's line, its guard in the caller (a formula of
-    :mod:`.guards`), whether it runs on every call of the caller (``always``: the guard is true
-    and no loop or handler may skip it), what around it swallows an ``AttributeError``
-    (``catches``: ``"hasattr"`` when a ``hasattr`` test guards it, ``"try/except AttributeError or
-    contextlib.suppress"`` when a handler around it does; ``None`` when nothing does), how it binds
-    (``how``) and the ``ast.Call`` (``node``)."""
+    :mod:`.guards`), whether it runs on every call of the caller where that guard holds (``sure``:
+    no loop or handler may skip it; ``always``: so, and the guard is true), what around it
+    swallows an ``AttributeError`` (``catches``: ``"hasattr"`` when a ``hasattr`` test guards it,
+    ``"try/except AttributeError or contextlib.suppress"`` when a handler around it does; ``None``
+    when nothing does), how it binds (``how``) and the ``ast.Call`` (``node``)."""
 
     caller: tuple
     row: int
     callee: tuple
     guard: tuple
-    always: bool
+    sure: bool
     catches: str | None
     how: str
     node: object = None  # the ``ast.Call`` itself
     via: object = None  # a :class:`Via` when the call runs the callee through a routine
-    sure: bool = False  # runs on every call of the caller where ``guard`` holds (no loop or handler skips it)
+
+    @property
+    def always(self) -> bool:
+        """Whether the call runs on every call of the caller."""
+        return self.sure and self.guard == TRUE
 
 
 class Via(NamedTuple):
@@ -432,7 +436,6 @@ class CallContext(Service):
         out = []
         for call, guard, protected, maybe in w.calls:
             sure = not maybe and not protected
-            always = guard == TRUE and sure
             catches = _catches(call, guard, protected)
             f = call.func
             targets: list = []
@@ -458,7 +461,7 @@ class CallContext(Service):
                 out += self._routine_sites((key, fname), owner, cnode, fn, me, call, guard, sure, catches)
             for t in targets:
                 if self.m.entry.definer(t[0], t[1]) is not None:
-                    out.append(CallSite((key, fname), call.lineno, t, guard, always, catches, how, call, None, sure))
+                    out.append(CallSite((key, fname), call.lineno, t, guard, sure, catches, how, call))
         return out
 
     def _routine(self, module: str, callee: str):
@@ -491,8 +494,9 @@ class CallContext(Service):
         ``forward``, ``kw.m(...)`` its ``m``, ``kw.a.m(...)`` ``m`` of ``self.sub.a``), bound as
         the caller's own ``self.sub...`` would be (``sure``: whether ``call`` runs on every call of
         the caller where ``guard`` holds).  Such a call runs on every call of the caller where
-        ``guard`` holds when ``call`` does and the routine's own call always does.  A routine that rebinds the parameter adds nothing for it; a function
-        the routine hands it on to is not followed."""
+        ``guard`` holds when ``call`` does and the routine's own call always does.  A routine that
+        rebinds the parameter adds nothing for it; a function the routine hands it on to is not
+        followed."""
         from ..index.summary import scopes_by_line
         from .callsites import rebound
 
@@ -548,8 +552,8 @@ class CallContext(Service):
             both = sure and iguard == TRUE and not maybe and not protected
             for c in sorted(cands or ()):
                 if self.m.entry.definer(c, meth) is not None:
-                    out.append(CallSite(caller, call.lineno, (c, meth), guard, both and guard == TRUE,
-                                        catches or _catches(inner, iguard, protected), how, call, via, both))
+                    out.append(CallSite(caller, call.lineno, (c, meth), guard, both,
+                                        catches or _catches(inner, iguard, protected), how, call, via))
         return out
 
     def _spread(self, module: str, rfn, call: ast.Call) -> frozenset | None:

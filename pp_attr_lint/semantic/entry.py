@@ -266,7 +266,7 @@ def _fails_through(model, site, fn, param: str, handed: bool, depth: int):
     from .callsites import rebound
     from .guards import f_and, satisfying
 
-    if site.callee[1] != "forward" or not getattr(site, "sure", site.always) or site.catches or site.node is None:
+    if site.callee[1] != "forward" or not site.sure or site.catches or site.node is None:
         return None
     if site.guard != TRUE and not _argument_test(site.guard, fn):
         return None

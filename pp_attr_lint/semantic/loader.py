@@ -258,7 +258,7 @@ class LoaderFunction:
                 # against literals (`weight_name in ["w1", "v1"]`) picks a mapping, it tests no key
                 within = frozenset(n.id for c in node.comparators for n in fast_walk(c) if isinstance(n, ast.Name))
                 self.guards.extend((node.lineno, n.id, within) for n in fast_walk(node.left) if isinstance(n, ast.Name))
-            elif isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)) and (node.orelse or isinstance(node, ast.If)):
+            elif isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While)):
                 if node.orelse:
                     self.apart.append((node.body[0].lineno, node.body[-1].end_lineno,
                                        node.orelse[0].lineno, node.orelse[-1].end_lineno))

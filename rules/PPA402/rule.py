@@ -37,7 +37,7 @@ class UnownedParameterLoad(Rule):
         builds = {cls: any(rf.is_layer_builder(ctx.module, c) for c in callees)
                   for cls, callees in facts["layered"].items()}
         local = dict(builds)  # the classes that build or hold a list of this module
-        for cls in {rec[0] for rec in facts["lookups"]} - {c for c, b in builds.items() if b}:
+        for cls in {rec[0] for rec in facts["lookups"] if rec[-1] is None} - {c for c, b in builds.items() if b}:
             # no list of this module: a model it holds, of another module, may build one
             builds[cls] = rf.holds_layer_list((ctx.module, cls))
         for rec in facts["lookups"]:  # a submodule's dict: that submodule must build or hold the list
