@@ -119,6 +119,11 @@ MODULE_ATTRIBUTES = frozenset({
 })
 
 
+# the calls of a model runner that build the registry's model: vLLM 0.5.x-0.10 worker/model_runner.py
+# `load_model` (`self.model = get_model(...)`), vllm/v1/worker/gpu_model_runner.py (`get_model` or
+# `get_model_loader(...).load_model(...)`), vllm/model_executor/model_loader/ (`initialize_model`);
+# a runner that calls none of them loads another library's model (engines/executors.py)
+MODEL_LOADER_CALLS = frozenset({"get_model", "get_model_loader", "initialize_model", "_initialize_model"})
 # model methods the engine calls on one rank only (vllm/v1/worker/gpu_model_runner.py): logits are
 # computed on the last pipeline-parallel rank, input embeddings are built on the first
 RANK_OF_METHOD = {"compute_logits": "last", "embed_input_ids": "first", "get_input_embeddings": "first"}

@@ -194,6 +194,101 @@ def test_an_architecture_list_refuses_the_others(tmp_path, how):
         assert unjudged == {("listed.py", "PPA101"), ("unlisted.py", "PPA101")}
 
 
+PINNED_ENGINE = """
+    class LLMEngine:
+        @classmethod
+        def _get_executor_cls(cls, engine_config):
+            backend = engine_config.parallel_config.distributed_executor_backend
+            if {test}:
+                from oldvllm.executor.cpu_executor import CPUExecutor
+                executor_class = CPUExecutor
+            elif backend == "ray":
+                from oldvllm.executor.ray_gpu_executor import RayGPUExecutor
+                executor_class = RayGPUExecutor
+            else:
+                from oldvllm.executor.gpu_executor import GPUExecutor
+                executor_class = GPUExecutor
+            return executor_class
+"""
+EXECUTOR = """
+    class {name}:
+        def _init_worker(self):
+            worker_module_name = "oldvllm.worker.{worker}"
+            worker_class_name = "{worker_class}"
+            return self._create(worker_module_name, worker_class_name)
+"""
+WORKER = """
+    from oldvllm.worker.{runner} import {runner_class}
+
+
+    class {name}:
+        def __init__(self, model_config):
+            self.model_runner = {runner_class}(model_config)
+
+        def load_model(self):
+            self.model_runner.load_model()
+"""
+
+
+@pytest.mark.parametrize("how", ["other-library", "loads", "not-pinned", "unnamed-value", "second-engine",
+                                 "second-engine-unimportable"])
+def test_an_engine_pinned_to_an_executor_that_builds_no_model(tmp_path, how):
+    """A fork that pins its executor selection (`if True: executor_class = CPUExecutor`, vllm-xft
+    0.5.5.4) to an executor whose runner loads another library's model never builds a registry
+    model: nothing of the registry's package runs, on any rank.  A runner that calls the model
+    loader, a selection a test still decides, or a bound value this reading cannot name leave the
+    old answers (the listed model's tied head is reported)."""
+    cpu_load = "self.model = get_model(self.model_config)" if how == "loads" else \
+        "self.model = xfastertransformer.AutoModel.from_pretrained(self.model_config)"
+    test = "engine_config.device_config.device_type == 'cpu'" if how == "not-pinned" else "True"
+    engine = PINNED_ENGINE.format(test=test)
+    if how == "unnamed-value":
+        engine = engine.replace("executor_class = CPUExecutor", "executor_class = pick(CPUExecutor)")
+    gpu_runner = """
+        from oldvllm.model_executor.model_loader import get_model
+
+
+        class ModelRunner:
+            def __init__(self, model_config):
+                self.model_config = model_config
+
+            def load_model(self):
+                self.model = get_model(self.model_config)
+    """
+    extra = {
+        "oldvllm/engine/__init__.py": "", "oldvllm/executor/__init__.py": "", "oldvllm/worker/__init__.py": "",
+        "oldvllm/engine/llm_engine.py": engine,
+        "oldvllm/executor/cpu_executor.py": EXECUTOR.format(name="CPUExecutor", worker="cpu_worker",
+                                                             worker_class="CPUWorker"),
+        "oldvllm/executor/gpu_executor.py": EXECUTOR.format(name="GPUExecutor", worker="worker", worker_class="Worker"),
+        "oldvllm/executor/ray_gpu_executor.py": EXECUTOR.format(name="RayGPUExecutor", worker="worker",
+                                                                 worker_class="Worker"),
+        "oldvllm/worker/cpu_worker.py": WORKER.format(name="CPUWorker", runner="cpu_model_runner",
+                                                      runner_class="CPUModelRunner"),
+        "oldvllm/worker/worker.py": WORKER.format(name="Worker", runner="model_runner", runner_class="ModelRunner"),
+        "oldvllm/worker/model_runner.py": gpu_runner,
+        "oldvllm/worker/cpu_model_runner.py": gpu_runner.replace("ModelRunner", "CPUModelRunner").replace(
+            "self.model = get_model(self.model_config)", cpu_load).replace(
+            "from oldvllm.model_executor", "import xfastertransformer\n        from oldvllm.model_executor"),
+        "oldvllm/model_executor/model_loader.py": "def get_model(model_config):\n    return None\n",
+    }
+    if how.startswith("second-engine"):
+        # another engine's selection that a test decides (vLLM V1's `Executor.get_class`), in a
+        # module that imports what its package lacks (it never imports) or one that imports
+        second = PINNED_ENGINE.format(test="backend == 'mp'").replace("cpu_executor import CPUExecutor",
+                                                                       "gpu_executor import GPUExecutor")
+        second = second.replace("executor_class = CPUExecutor", "executor_class = GPUExecutor")
+        head = "from oldvllm.config import VllmConfig\n" if how.endswith("unimportable") else ""
+        extra["oldvllm/v1/__init__.py"] = ""
+        extra["oldvllm/v1/engine.py"] = head + textwrap.dedent(second)
+    _old_release(tmp_path, LISTED_REFUSAL, extra)
+    found, unjudged = _check(tmp_path, "oldvllm")
+    if how in ("other-library", "second-engine-unimportable"):
+        assert not found and not unjudged
+    else:
+        assert found == {("listed.py", "PPA101")} and not unjudged
+
+
 @pytest.mark.parametrize("imports", ["from oldvllm.config import VllmConfig",
                                      "from .interfaces import SupportsPP",
                                      "from .interfaces import SupportsPP as Flag  # noqa"])

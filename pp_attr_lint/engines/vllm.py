@@ -105,6 +105,9 @@ class VllmEngine(Service):
                 raise memo[module]  # every rule that asks gets the same answer
             return memo[module]
         memo[module] = True  # while it is being answered
+        if self._never_built(module):
+            memo[module] = False
+            return False
         registered = []
         archs = []  # (architecture, class key) of the module's registered classes
         engines = set()  # the top-level packages of the registries that list the module
@@ -176,6 +179,18 @@ class VllmEngine(Service):
             raise memo[module]
         memo[module] = ok
         return ok
+
+    def _never_built(self, module: str) -> bool:
+        """Whether ``module`` is a module of its engine's model registry (an entry's module, or a
+        module of an entry's package) while no executor the engine can pick builds a registry
+        model (:meth:`Executors.builds_registry_models
+        <pp_attr_lint.engines.executors.Executors.builds_registry_models>`): its code never runs."""
+        top = module.split(".", 1)[0]
+        entries = self.r.model_registry(top) or ()
+        packages = {full.rsplit(".", 1)[0] for _t, _a, full, _c in entries} | {full for _t, _a, full, _c in entries}
+        if module not in packages and module.rsplit(".", 1)[0] not in packages:
+            return False
+        return not self.m.executors.builds_registry_models(top)
 
     def pp_architectures(self, top: str) -> frozenset | None:
         """The architectures the engine whose top-level package is ``top`` admits under pipeline

@@ -21,6 +21,7 @@ The methods below are the questions the rules ask; each says which service answe
 from __future__ import annotations
 
 
+from ..engines.executors import Executors
 from ..engines.release import EngineRelease
 from ..engines.sglang import SglangEngine
 from ..engines.vllm import VllmEngine
@@ -50,6 +51,7 @@ class RankFacts:
         self.vllm = VllmEngine(self)
         self.sglang = SglangEngine(self)
         self.release = EngineRelease(self)
+        self.executors = Executors(self)
         self._guards: dict = {}  # id(function node) -> (node, its FunctionGuards)
 
     @classmethod

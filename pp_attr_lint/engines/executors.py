@@ -1,0 +1,230 @@
+"""Which executors an engine can pick, and whether any of them builds the models of its registry,
+read from the analysed tree.
+
+vLLM picks its executor class in one ``if``/``elif`` chain that binds one name in every branch
+(vLLM 0.5.x ``LLMEngine._get_executor_cls`` and ``AsyncLLMEngine._get_executor_cls``,
+``executor_class = GPUExecutor``; V1 ``Executor.get_class``).  The executor builds its workers,
+each worker its model runner, and the runner's ``load_model`` calls the model loader
+(vllm/worker/model_runner.py ``self.model = get_model(...)``; vllm/v1/worker/gpu_model_runner.py
+``get_model_loader(...)``).  A fork may pin the chain with a constant test and a runner that loads
+another library's model: vllm-xft 0.5.5.4 engine/llm_engine.py ``if True: ... executor_class =
+CPUExecutor``, whose runner loads ``xfastertransformer.AutoModel`` and never calls ``get_model``.
+Then no model of the registry is ever built, on any rank.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from .. import facts as F
+from ..resolve import EXTERNAL, Unresolved
+from ..semantic.service import Service
+
+# the most classes and functions followed from the executors before the answer is "cannot tell"
+_REACH_LIMIT = 400
+
+
+def _last_name(node) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
+def _branches(node: ast.If, elifs: set) -> list:
+    """``[(test or None, body)]`` of an ``if``/``elif``/``else`` chain, in order (``None``: the
+    ``else``); the ids of its ``elif`` nodes are added to ``elifs``."""
+    out = []
+    while True:
+        out.append((node.test, node.body))
+        if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            node = node.orelse[0]
+            elifs.add(id(node))
+            continue
+        if node.orelse:
+            out.append((None, node.orelse))
+        return out
+
+
+def _own_nodes(body: list):
+    """The nodes of the statements ``body``, nested functions and classes left out."""
+    todo = list(body)
+    while todo:
+        n = todo.pop()
+        yield n
+        for child in ast.iter_child_nodes(n):
+            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                todo.append(child)
+
+
+def _bound_names(body: list) -> dict:
+    """Name -> the value last assigned to it (``x = value``) in ``body``, in source order."""
+    out = {}
+    for n in sorted((n for n in _own_nodes(body) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                     and isinstance(n.targets[0], ast.Name)), key=lambda n: (n.lineno, n.col_offset)):
+        out[n.targets[0].id] = n.value
+    return out
+
+
+def _truthy_constant(test) -> bool:
+    return isinstance(test, ast.Constant) and bool(test.value)
+
+
+def selections(tree: ast.Module) -> list:
+    """``[(name, live, pinned)]``: each ``if`` chain of ``tree``'s functions that binds ``name`` to
+    a bare name in two branches or more (``executor_class = CPUExecutor``), with the branch bodies that can run
+    (``live``: those up to the first constant true test, and that one) and whether such a test
+    cuts the chain (``pinned``)."""
+    out = []
+    elifs: set = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        heads = sorted((n for n in _own_nodes(fn.body) if isinstance(n, ast.If)), key=lambda n: (n.lineno, n.col_offset))
+        inner: set = set()  # (id of an `if`, name): a chain inside a branch of one that binds name
+        for node in heads:
+            if id(node) in elifs:
+                continue  # an `elif` is no chain's head
+            chain = _branches(node, elifs)
+            bound = [_bound_names(body) for _test, body in chain]
+            for name in sorted({k for b in bound for k in b}):
+                if sum(isinstance(b.get(name), ast.Name) for b in bound) < 2 or (id(node), name) in inner:
+                    continue
+                inner.update((id(n), name) for _t, body in chain for n in _own_nodes(body) if isinstance(n, ast.If))
+                cut = next((i for i, (test, _b) in enumerate(chain) if _truthy_constant(test)), None)
+                live = chain if cut is None else chain[:cut + 1]
+                out.append((name, [body for _test, body in live], cut is not None))
+    return out
+
+
+class Executors(Service):
+    """The executors of an engine, for a :class:`~pp_attr_lint.semantic.model.RankFacts`
+    ``model`` (memoized per run)."""
+
+    def builds_registry_models(self, top: str) -> bool:
+        """Whether the engine of top-level package ``top`` can build a model of its registry:
+        ``False`` only when some executor selection of ``top`` is pinned by a constant true test
+        (:func:`selections`), every selection that can run (its module does not fail on import,
+        :meth:`EngineRelease.lacks <pp_attr_lint.engines.release.EngineRelease.lacks>`) binds a
+        class of the analysed code in each live branch, and nothing those classes build, by
+        constructor call, by a function they call or by a ``"module"`` string naming a class
+        (vLLM's ``worker_module_name``), calls the model loader
+        (:data:`~pp_attr_lint.facts.MODEL_LOADER_CALLS`).  ``True`` whenever that cannot be
+        established (no pinned selection, a bound value that is not a class of the tree, more
+        than a few hundred classes reached)."""
+        memo = self._memo.setdefault("builds", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) not in memo:
+            memo[(dirs, top)] = True  # while it is being answered
+            memo[(dirs, top)] = self._builds(top)
+        return memo[(dirs, top)]
+
+    def _builds(self, top: str) -> bool:
+        pinned = set()
+        for _module, tree, _lines in self.m.reader.package_trees(top, b"if True:", b"if 1:"):
+            pinned |= {name for name, _live, cut in selections(tree) if cut}
+        if not pinned:
+            return True
+        starts = set()
+        for module, tree, _lines in self.m.reader.package_trees(top, *(f"{n} =".encode() for n in sorted(pinned))):
+            chosen = [(name, live) for name, live, _cut in selections(tree) if name in pinned]
+            if not chosen or self._fails_on_import(module, tree):
+                continue
+            for name, live in chosen:
+                for body in live:
+                    keys = self._bound_classes(module, body, name)
+                    if keys is None:
+                        return True  # a value this reading cannot name: cannot tell
+                    starts |= keys
+        return self._reaches_loader(top, starts)
+
+    def _fails_on_import(self, module: str, tree: ast.Module) -> bool:
+        """Whether a ``from`` import at the top of ``module`` names what its own package lacks."""
+        top = module.split(".", 1)[0]
+        for st in tree.body:
+            if isinstance(st, ast.ImportFrom):
+                target = self.r.absolute_module(module, st.module, st.level)
+                if target and target.split(".", 1)[0] == top and any(
+                        self.m.release.lacks(target, a.name, False) for a in st.names):
+                    return True
+        return False
+
+    def _bound_classes(self, module: str, body: list, name: str) -> set | None:
+        """The class keys ``name`` is bound to in the branch ``body`` (each value a name imported
+        in the branch or at the top of ``module``), or ``None`` when one is not a class."""
+        local = _local_imports(body)
+        keys = set()
+        for n in _own_nodes(body):
+            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
+                    and n.targets[0].id == name:
+                sym = self._symbol(module, local, n.value.id) if isinstance(n.value, ast.Name) else None
+                if not sym or sym[0] != "class":
+                    return None
+                keys.add((sym[1], sym[2]))
+        return keys
+
+    def _symbol(self, module: str, local: dict, name: str):
+        try:
+            if name in local:
+                target, attr = local[name]
+                return self.r.lookup(target, attr) if target else None
+            return self.r.lookup(module, name)
+        except (Unresolved, RecursionError):
+            return None
+
+    def _reaches_loader(self, top: str, starts: set) -> bool:
+        """Whether the classes ``starts`` (and what they build or call, within ``top``) call the
+        model loader; ``True`` too when more than :data:`_REACH_LIMIT` are reached."""
+        seen: set = set()
+        todo = [("class", k) for k in sorted(starts)]
+        while todo:
+            item = todo.pop()
+            if item in seen:
+                continue
+            seen.add(item)
+            if len(seen) > _REACH_LIMIT:
+                return True
+            kind, key = item
+            if kind == "function":
+                node = self.m.reader.function_node(key)
+                functions = [node] if node is not None else []
+            else:
+                functions = []
+                try:
+                    mro = self.r.mro(key)
+                except Unresolved:
+                    mro = [key]
+                for k in mro:
+                    node = self.m.reader.class_node(k) if k[0] != EXTERNAL else None
+                    if node is not None:
+                        functions += [(k[0], f) for f in node.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))]
+            for got in functions:
+                module, fn = (key[0], got) if kind == "function" else got
+                local = _local_imports(fn.body)
+                strings = set()
+                for n in _own_nodes(fn.body):
+                    if isinstance(n, ast.Call):
+                        if _last_name(n.func) in F.MODEL_LOADER_CALLS:
+                            return True
+                        if isinstance(n.func, ast.Name):
+                            sym = self._symbol(module, local, n.func.id)
+                            if sym and sym[0] in ("class", "function") and sym[1].split(".", 1)[0] == top:
+                                todo.append((sym[0], (sym[1], sym[2])))
+                    elif isinstance(n, ast.Constant) and isinstance(n.value, str):
+                        strings.add(n.value)
+                for s in sorted(strings):
+                    if s.split(".", 1)[0] == top and "." in s and self.ctx.project.summary(s) is not None:
+                        classes = self.ctx.project.summary(s)["classes"]
+                        named = [c for c in classes if c in strings] or list(classes)
+                        todo += [("class", (s, c)) for c in named]
+        return False
+
+
+def _local_imports(body: list) -> dict:
+    """Name -> ``(module, name)`` of the absolute ``from m import name`` statements of ``body``
+    (a function's lazy imports)."""
+    out = {}
+    for n in _own_nodes(body):
+        if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
+            for a in n.names:
+                out[a.asname or a.name] = (n.module, a.name)
+    return out
