@@ -217,10 +217,11 @@ def test_an_sglang_plugin_package_meets_the_runner_assert(tmp_path):
 
 # -- a plugin's drafters: the engine's registry names the architectures it registers ---------------
 
-DRAFTER = '''from vllm.distributed import get_pp_group
+DRAFTER = '''import torch.nn as nn
+from vllm.distributed import get_pp_group
 
 
-class DemoMultiTokenPredictor:
+class DemoMultiTokenPredictor(nn.Module):
     def forward(self, input_ids, hidden_states, intermediate_tensors=None):
         if get_pp_group().is_first_rank:
             hidden_states = [h + float(t) for h, t in zip(hidden_states, input_ids)]
@@ -234,9 +235,16 @@ class DemoMultiTokenPredictor:
 @pytest.mark.parametrize("arch,want", [
     ("Eagle3LlamaForCausalLM", "found"),  # a drafter in the engine's `_SPECULATIVE_DECODING_MODELS`
     ("LlamaForCausalLM", "silent"),  # a model: its rank test means its own stage
-    ("NewArchOfThePlugin", "not judged"),  # the engine's registry does not list it
+    ("NewMTPArchOfThePlugin", "not judged"),  # the engine's registry does not list it
+    ("NewArchOfThePlugin", "silent"),  # nor does it, but no speculative config names such an architecture
+    ("NewMTPArchOfThePlugin/not-a-module", "silent"),  # the engine builds drafters as modules
 ])
 def test_a_plugins_drafter_is_told_by_the_engines_registry(tmp_path, arch, want):
+    """Whether a plugin's module holds drafters only is told by the engine's registry tables for
+    the architectures the plugin registers; an architecture they do not list is a model when its
+    name is none a speculative config builds (no `MTP`, `Eagle`, ... in it), else not judged; a
+    class that is no `nn.Module` (a model runner) is never a drafter."""
+    arch, _, variant = arch.partition("/")
     root = tmp_path / "root"
     pkg = root / "draftplug"
     pkg.mkdir(parents=True)
@@ -244,8 +252,8 @@ def test_a_plugins_drafter_is_told_by_the_engines_registry(tmp_path, arch, want)
         "from vllm import ModelRegistry\n\n\n"
         "def register():\n"
         f"    ModelRegistry.register_model(\"{arch}\", \"draftplug.mtp:DemoMultiTokenPredictor\")\n")
-    (pkg / "mtp.py").write_text(DRAFTER)
+    (pkg / "mtp.py").write_text(DRAFTER.replace("(nn.Module)", "") if variant else DRAFTER)
     found, unjudged = _check(root, "draftplug", STUBS)
-    got = {("found" if ("mtp.py", 6, "PPA412") in found else
-            "not judged" if ("mtp.py", 6, "PPA412", "engine-fact-unknown") in unjudged else "silent")}
+    got = {("found" if ("mtp.py", 7, "PPA412") in found else
+            "not judged" if ("mtp.py", 7, "PPA412", "engine-fact-unknown") in unjudged else "silent")}
     assert got == {want}, (found, unjudged)

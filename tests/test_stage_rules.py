@@ -264,10 +264,11 @@ def test_a_drafter_test_without_a_registry_is_not_judged(tmp_path):
     """PPA412: whether a module holds drafters is read from the model registry of its package;
     without one, its first-rank branch is listed as not judged (not reported, not passed)."""
     mtp = '''
+    import torch.nn as nn
     from vllm.distributed import get_pp_group
 
 
-    class Predictor:
+    class Predictor(nn.Module):
         def forward(self, hidden_states, intermediate_tensors=None):
             if get_pp_group().is_first_rank:
                 return hidden_states
@@ -281,7 +282,7 @@ def test_a_drafter_test_without_a_registry_is_not_judged(tmp_path):
     assert r.rc in (0, 1), r.stderr
     assert r.json() == [], r.stdout
     assert [(Path(d["filename"]).name, d["location"]["row"], d["reason"]) for d in r.not_judged()] == [
-        ("mtp.py", 6, "engine-fact-unknown")], r.stdout
+        ("mtp.py", 7, "engine-fact-unknown")], r.stdout
 
 
 def test_a_declared_flag_without_a_raise_does_not_make_the_drop_a_finding(tmp_path):

@@ -424,9 +424,13 @@ class VllmEngine(Service):
         in the model registry of the engine they register into, only speculative-decoding
         drafters (vllm-kunlun 0.11.1 registers ``Qwen3NextMTP``, which vLLM 0.11.0 lists in
         :data:`~pp_attr_lint.facts.DRAFTER_TABLE`): ``True``; ``False`` when one of them is in
-        another table (a model); otherwise ``None`` when the plugin registers no class of
-        ``module``, or an architecture the engine's registry does not list, or that registry is
-        not found."""
+        another table (a model), or is an architecture the engine's registry does not list whose
+        name has none of :data:`~pp_attr_lint.facts.DRAFTER_NAME_WORDS` (vllm-ascend 0.11.0's
+        ``PanguProMoEForCausalLM``): vLLM builds a drafter under the architecture its speculative
+        config names, ``Eagle``-prefixed for EAGLE (vllm/transformers_utils/configs/eagle.py),
+        an ``MTP`` name for MTP (vllm/config/speculative.py), ``MedusaModel`` for Medusa;
+        otherwise ``None`` when the plugin registers no class of ``module``, or another
+        architecture the engine's registry does not list, or that registry is not found."""
         archs: dict[str, set] = {}
         for arch, top, key, _name, _mod, _line in self.registrations():
             if key is not None and key[0] == module and top is not None:
@@ -445,6 +449,8 @@ class VllmEngine(Service):
                     tables.setdefault(arch, set()).add(table)
             if any(t != F.DRAFTER_TABLE for ts in tables.values() for t in ts):
                 return False  # a model: its rank tests mean its own stage
+            if any(a not in tables and not any(w in a for w in F.DRAFTER_NAME_WORDS) for a in names):
+                return False  # a new architecture no speculative config names: a model
             known = known or bool(tables)
             unknown = unknown or any(a not in tables for a in names)
         return None if unknown or not known else True

@@ -304,6 +304,19 @@ class RankFacts:
         whether the engine never runs class ``cls`` of ``module`` under PP."""
         return self.sglang.refused_under_pp(module, cls)
 
+    def not_a_module(self, key) -> bool:
+        """Whether class ``key`` (``(module, name)``) is known not to be a ``torch.nn.Module``:
+        its MRO is read to the end and lists none of :data:`~pp_attr_lint.facts.MODULE_CLASSES`
+        (a model runner, a config, a helper); ``False`` when the MRO cannot be read."""
+        from .. import facts as F
+        from ..resolve import EXTERNAL
+
+        try:
+            mro = self.r.mro(key)
+        except Unresolved:
+            return False
+        return not any(k[0] == EXTERNAL and k[1] in F.MODULE_CLASSES for k in mro)
+
     def unless_refused(self, code: str, cls: str | None, findings: list) -> list:
         """``findings`` of rule ``code`` on lines of class ``cls`` in this file: none when the
         engine never runs the class under PP (:meth:`refused_under_pp`), a

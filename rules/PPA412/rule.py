@@ -113,9 +113,12 @@ class DrafterBranchesOnTargetRank(Rule):
         from pp_attr_lint.model import NotJudged
         from pp_attr_lint.semantic.model import RankFacts
 
-        drafter = RankFacts.of(ctx).drafter_module(ctx.module)
+        rf = RankFacts.of(ctx)
+        drafter = rf.drafter_module(ctx.module)
         out = []
         for cls, method, line, col, end_line, end_col, use, repl, flag in facts:
+            if drafter is None and rf.not_a_module((ctx.module, cls)):
+                continue  # the engine builds drafters as modules: a runner or a helper is none
             if drafter is None:
                 out.append(NotJudged(code=self.code, reason="engine-fact-unknown", path=ctx.file.path, row=line,
                                      column=col + 1, detail=f"whether `{ctx.module}` holds speculative-decoding "
