@@ -37,6 +37,13 @@ def test_reads_in_a_stored_lambda_or_nested_function_are_not_judged():
                     "`self._routed_experts_weights_of_layer.value`, whose first read runs the lambda that "
                     f"`ReadForCausalLM.__init__` stores at line {read - 2} (`LazyValue`) -> line {read}"], path
     assert not any("construction" in e for e in findings[read]["explanation"])
+    # no call the engine makes on the model reaches the reader: the witness says so, and where
+    # other code of the tree reads it (here the oracle's driver)
+    runner = 1 + (CASE / "run.py").read_text().splitlines().index(
+        "    ReadForCausalLM(CONFIG).routed_experts_weights_of_layer()")
+    assert [e for e in findings[read]["explanation"] if e.startswith("when: ")] == [
+        "when: no call the engine makes on the model reaches `ReadForCausalLM.routed_experts_weights_of_layer`: "
+        f"the line runs only when other code reads it; it is named at `run` line {runner}"]
     # a reader the class inherits runs the lambda its own `__init__` stores
     assert [e for e in findings[sub]["explanation"] if e.startswith("path: ")] == [
         "path: `ReadForCausalLM.routed_experts_weights_of_layer` reads `self._routed_experts_weights_of_layer.value`, "

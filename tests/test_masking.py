@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -226,3 +227,46 @@ def test_a_finding_carries_the_engines_path_to_its_line():
                                    "`BrokenLoaderModel.load_weights` -> line 69")
     assert why[(112, "PPA103")] == ("path: the engine calls `ReadingForCausalLM.__init__` (construction, on every "
                                     "rank) -> line 112")
+
+
+def test_a_path_names_the_test_a_call_runs_under(tmp_path):
+    """A call on the path that runs only under a configuration test names that test: the loop of
+    a requantizer that the loader calls only for one checkpoint format (SGLang's
+    `_weight_requant_ue8m0` under `DEEPGEMM_SCALE_UE8M0`) is not a failure of every deployment."""
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("def register():\n    from vllm import ModelRegistry\n\n"
+                                     "    ModelRegistry.register_model(\"RequantForCausalLM\", "
+                                     "\"pkg.model:RequantForCausalLM\")\n")
+    (pkg / "model.py").write_text(textwrap.dedent("""\
+        import torch.nn as nn
+        from vllm.model_executor.models.interfaces import SupportsPP
+        from vllm.model_executor.models.utils import make_layers
+
+
+        class DecoderLayer(nn.Module):
+            def __init__(self, prefix=""):
+                super().__init__()
+                self.mlp = nn.Linear(1, 1)
+
+
+        class RequantForCausalLM(nn.Module, SupportsPP):
+            def __init__(self, config, prefix=""):
+                super().__init__()
+                self.start_layer, self.end_layer, self.layers = make_layers(4, lambda prefix: DecoderLayer(prefix))
+                self.make_empty_intermediate_tensors = None
+
+            def load_weights(self, weights):
+                if self.config.scale_ue8m0:
+                    self._requant()
+
+            def _requant(self):
+                for layer in self.layers:
+                    layer.mlp.weight.data.mul_(2)
+        """))
+    r = run_cli("check", ".", "--src", STUBS, "--no-cache", "--output-format", "json", "--select", "PPA103",
+                cwd=tmp_path)
+    why = {(f["location"]["row"], f["code"]): f["explanation"][-1] for f in r.json()}
+    assert why[(24, "PPA103")] == ("path: the engine calls `RequantForCausalLM.load_weights` (weight loading, on every "
+                                   "rank) -> `self._requant(...)` (line 20, when scale_ue8m0) -> "
+                                   "`RequantForCausalLM._requant` -> line 24"), why

@@ -109,11 +109,39 @@ def deferred_verdict(code: str, ctx, rf, deferred, cls, fname, f):
         names = ", ".join(f"`{r}`" for r in readers)
         f.explanation = [*f.explanation, f"path: {names} reads `self.{attr}.{F.LAZY_VALUE_READ}`, whose first read "
                          f"runs the lambda that {where} stores at line {row} (`{F.LAZY_VALUE_CLASS}`) -> line {f.row}"]
+        outside = _outside_readers(ctx, rf, cls, readers)
+        if outside is not None:
+            f.explanation.append(outside)
         return f
     body = f"the lambda at line {row}" if what == "lambda" else f"the nested function `{what}` (line {row})"
     return NotJudged(code=code, reason="branch-unread", path=ctx.file.path, row=f.row, column=f.column,
                      detail=f"the line is in {body}, which {where} only builds (stores or hands out); "
                             f"it runs when something calls it, and who does is not read")
+
+
+def _outside_readers(ctx, rf, cls: str, readers: list) -> str | None:
+    """When no engine call of the model reaches any of ``readers`` (``Class.method``) of class
+    ``cls``: that condition in words, with the first places outside the file that name one of
+    those methods (SGLang's expert-location updater reads ``routed_experts_weights_of_layer``
+    only under EPLB); ``None`` when one is reached."""
+    from ..semantic.entry import engine_path
+
+    methods = sorted({r.rsplit(".", 1)[-1] for r in readers})
+    if any(engine_path(rf, ctx.module, (ctx.module, cls), m) is not None for m in methods):
+        return None
+    places = []
+    for path, module in rf.reader.tree_file_paths(*(f".{m}".encode() for m in methods)) or ():
+        if path == ctx.file.path:
+            continue
+        text = (rf.reader.read_bytes(path) or b"").decode("utf-8", "replace").splitlines()
+        row = next((i for i, t in enumerate(text, 1) if any(f".{m}" in t for m in methods)), None)
+        if row is not None:
+            places.append(f"`{module}` line {row}")
+        if len(places) == 2:
+            break
+    where = f"; it is named at {', '.join(places)}" if places else "; no other file of the analysed tree names it"
+    return (f"when: no call the engine makes on the model reaches {', '.join(f'`{r}`' for r in readers)}: the line runs "
+            f"only when other code reads it{where}")
 
 
 def read_not_judged(code: str, ctx, why, chain, pos):

@@ -354,6 +354,15 @@ def engine_path(model, module: str, key, method: str) -> str | None:
                 continue
             ranks = RANK_WORDS.get(em.ranks) or f"the ranks where {describe(em.ranks)}"
             out = [f"the engine calls `{e[1]}.{em.name}` ({PHASE_NAMES[em.phase]}, on {ranks})"]
-            out += [f"{s.how} (line {s.row}) -> `{s.callee[0][1]}.{s.callee[1]}`" for s in steps]
+            out += [f"{s.how} (line {s.row}{_step_condition(s.guard)}) -> `{s.callee[0][1]}.{s.callee[1]}`"
+                    for s in steps]
             return " -> ".join(out)
     return None
+
+
+def _step_condition(guard) -> str:
+    """``, when <guard>`` for a call that runs only where ``guard`` (a :mod:`.guards` formula,
+    its configuration tests) holds; ``""`` for one that runs on every call of its caller."""
+    from .guards import TRUE, describe
+
+    return "" if guard == TRUE else f", when {describe(guard)}"
