@@ -185,3 +185,30 @@ def test_an_unread_receiver_says_what_it_is(tmp_path):
         50: "`B.backbone` is unpacked from a tuple or other iterable (`a, b = ...`); may help: a class annotation "
             "`backbone: Cls` on `B`",
     }
+
+
+def test_a_store_that_is_not_followed_is_named(tmp_path):
+    """A receiver not judged because one store of the attribute cannot be followed (a setter's
+    unannotated parameter) names that store, not only the parameter: the read is elsewhere."""
+    got = _records(tmp_path, {**ENGINE, "plug/model.py": """\
+        import torch.nn as nn
+
+
+        class Inner(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.start_layer = 0
+
+
+        class Outer(nn.Module):
+            def __init__(self, config):
+                super().__init__()
+                self.model = Inner(config)
+
+            def first(self):
+                return self.model.start_layer
+
+            def set_decoder(self, decoder):
+                self.model = decoder
+        """})
+    assert got[16] == "`self.model = ...` in `Outer.set_decoder` (line 19): parameter `decoder` has no class annotation"

@@ -631,7 +631,9 @@ class Resolver(ValueReading):
                             continue
                         cands = self.value_candidates(d, entry[0], entry, scope, depth + 1, inst=key)
                         if cands is None:
-                            return self._opaque_fail(attribute_detail(entry[1], attr, d)) if d[0] == "unknown" else None
+                            if d[0] == "unknown":
+                                return self._opaque_fail(attribute_detail(entry[1], attr, d))
+                            return self._at_store(entry[1], mname, attr, line)
                         found |= cands
                         wheres.append(Where(entry[0], self.src.path(entry[0]), line, f"{entry[1]}.{attr}"))
         # a class-level annotation (`model: nn.Module` on a mixin) says what the attribute holds
@@ -648,6 +650,17 @@ class Resolver(ValueReading):
         if not found - {NONE_KEY}:
             return self._fail("receiver-unresolved", f"`{key[1]}.{attr}` is only ever None")
         return found, wheres
+
+    def _at_store(self, cls: str, method: str, attr: str, line: int) -> None:
+        """``None``, the reason met while following the value of ``self.<attr> = ...`` (in
+        ``cls.method``, at ``line``) prefixed by that store, unless it names a store already: a
+        parameter of a setter the engine never calls is otherwise named at a read elsewhere."""
+        if self.why is not None and self.why[0] == "receiver-unresolved" and not self.why[1].startswith("`self."):
+            detail = f"`self.{attr} = ...` in `{cls}.{method}` (line {line}): {self.why[1]}"
+            if self.why[1] in self._opaque:
+                self._opaque.add(detail)
+            self.why = (self.why[0], detail, self.why[2])
+        return None
 
     def _top_of(self, module: str, dotted: str, sym: tuple | None, imports: dict | None = None) -> str | None:
         """The top-level package of what ``dotted`` (as written in ``module``) names: of the module
