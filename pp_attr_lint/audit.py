@@ -322,4 +322,14 @@ def prepare(args) -> tuple[Path, Path, list[str], list[str]]:
     for flag in ("exit_zero", "show_unresolved", "strict"):
         if getattr(args, flag, False):
             argv.append("--" + flag.replace("_", "-"))
+    # a plugin's engine: the releases named (fetched and unpacked like the audited one) and the
+    # folders given, as absolute paths (the check runs in the unpacked folder)
+    for spec in getattr(args, "engine", None) or ():
+        engine = cached_wheel(spec, wheel_dir) or download(spec, wheel_dir)
+        argv += ["--src", str(unpack(engine, wheel_dir / "src")[0])]
+    for src in getattr(args, "src", None) or ():
+        argv += ["--src", str(Path(src).absolute())]
+    if getattr(args, "python", None):
+        python = args.python
+        argv += ["--python", python if python == "none" or os.sep not in python else str(Path(python).absolute())]
     return wheel, folder, pkgs, argv

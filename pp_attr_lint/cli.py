@@ -135,6 +135,11 @@ def build_parser(with_validate: bool = True) -> argparse.ArgumentParser:
     a.add_argument("--show-unresolved", action="store_true", help="as for check")
     a.add_argument("--strict", action="store_true", help="as for check")
     a.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N", help="as for check")
+    a.add_argument("--engine", metavar="SPEC", action="append", default=[],
+                   help="a plugin's engine release to check it against, fetched the same way (e.g. vllm==0.30.0; "
+                   "repeatable)")
+    a.add_argument("--src", type=_path, action="append", default=[], help="as for check (repeatable)")
+    a.add_argument("--python", metavar="PATH", help="as for check")
 
     v = sub.add_parser("validate", help="start the real vLLM engine with pipeline parallelism on a model")
     if with_validate:  # its arguments are added only when needed: importing it costs start-up time
@@ -549,7 +554,8 @@ def engine_message(missing: dict[str, int], python: str | None) -> str:
             f"`--src PATH_TO_ENGINE_SOURCE` (a checkout that holds `{first}/`), or "
             f"`--python /path/to/venv/bin/python` (an environment with it installed); in pre-commit, "
             f"`additional_dependencies: [{first}==X.Y.Z]` on the hook, or `language: system` with "
-            f"`args: [--python, /path/to/venv/bin/python]` (docs/plugins.md)")
+            f"`args: [--python, /path/to/venv/bin/python]`; with `audit`, `--engine {first}==X.Y.Z` fetches "
+            f"that release (docs/plugins.md)")
 
 
 def _engine_exit(result, python: str | None, code: int) -> int:

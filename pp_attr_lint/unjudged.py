@@ -116,10 +116,26 @@ def summary_line(records, shown: bool = False, top: int = 3, given=frozenset()) 
     line = f"{n} read{'s' if n != 1 else ''} not judged ({parts})"
     if not shown:
         line += "; list them with `--show-unresolved`"
-    hints = list(dict.fromkeys(helps(r) for r, _ in by[:top] if helps(r) and not _only_given(helps(r), given)))
+    hints = list(dict.fromkeys(_hint(r, given) for r, _ in by[:top] if _hint(r, given)))
     if hints:
         line += "; may help: " + "; ".join(hints)
     return line + "."
+
+
+# code not found is still found by another folder or environment, even when `--src` or `--python`
+# was given (`--src` takes several folders): the hint then says so
+_MORE_CODE = frozenset({"module-not-found", "unknown-base", "outside-code"})
+
+
+def _hint(reason: str, given) -> str:
+    """What may help with ``reason``, for a run given the options ``given``; ``""`` when nothing
+    the run lacks would (an engine fact not in the engine given)."""
+    hint = helps(reason)
+    if not hint or not _only_given(hint, given):
+        return hint
+    if reason in _MORE_CODE:
+        return "another `--src DIR` with the missing package's sources, or `--python PATH` with it installed"
+    return ""
 
 
 def _only_given(hint: str, given) -> bool:

@@ -614,3 +614,61 @@ def test_readme_first_command_figures_match():
     assert {f"{k.split(' ')[0].rsplit(':', 1)[0]}:{k.split(' ')[1]}" for k in EXPECTED_021} == golden
     assert re.search(r"\[\*\] \d+ fixable with the `--fix` option"
                      r"( \(\d+ hidden fix(es)? can be enabled with the `--unsafe-fixes` option\))?\.", readme)
+
+
+def _zip_wheel(path: Path, files: dict) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    return path
+
+
+def test_audit_of_a_plugin_takes_its_engine(tmp_path, monkeypatch, capsys):
+    """`audit` of a plugin: without its engine it fails (exit 3) and names `--engine`; with
+    `--engine SPEC` (fetched and unpacked like the plugin, here from the wheel cache) or `--src`
+    its tied head is judged and reported."""
+    from pp_attr_lint import audit
+    from pp_attr_lint.cli import main
+
+    def no_pip(*a, **k):
+        raise AssertionError("pip must not run when the wheels are cached")
+
+    monkeypatch.setattr(audit, "download_wheel", no_pip)
+    cache = tmp_path / "wheels"
+    cache.mkdir()
+    plugin = '''import torch.nn as nn
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class TiedForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, config):
+        super().__init__()
+        if get_pp_group().is_first_rank:
+            self.embed_tokens = nn.Embedding(8, 8)
+        else:
+            self.embed_tokens = PPMissingLayer()
+        if get_pp_group().is_last_rank:
+            self.lm_head = nn.Linear(8, 8)
+            self.lm_head.weight = self.embed_tokens.weight
+        self.make_empty_intermediate_tensors = None
+'''
+    _zip_wheel(cache / "tiedplug-0.1.0-py3-none-any.whl", {
+        "tiedplug/__init__.py": "def register():\n    from vllm import ModelRegistry\n\n"
+                                "    ModelRegistry.register_model(\"TiedForCausalLM\", \"tiedplug.model:TiedForCausalLM\")\n",
+        "tiedplug/model.py": plugin})
+    stubs = REPO / "fixtures" / "ppstub"
+    _zip_wheel(cache / "vllm-9.9.9-py3-none-any.whl", {
+        str(p.relative_to(stubs)).replace(os.sep, "/"): p.read_text() for p in (stubs / "vllm").rglob("*.py")})
+    base = ["audit", "tiedplug==0.1.0", "--cache-dir", str(cache), "--output-format", "concise", "--python", "none"]
+    assert main(base) == 3
+    _out, err = capsys.readouterr()
+    assert "`--engine vllm==X.Y.Z`" in err, err
+    assert main([*base, "--engine", "vllm==9.9.9"]) == 1
+    out, _err = capsys.readouterr()
+    assert "tiedplug/model.py:16:35: PPA101" in out, out
+    assert main([*base, "--src", str(stubs)]) == 1
+    assert "tiedplug/model.py:16:35: PPA101" in capsys.readouterr().out

@@ -67,6 +67,11 @@ def test_a_hint_naming_only_options_given_is_left_out():
     assert "may help: `--src DIR` with the engine's sources" in summary_line(records, given={"--src"})
     line = summary_line(records, given={"--src", "--python"})
     assert line == "2 reads not judged (2 engine-fact-unknown); list them with `--show-unresolved`.", line
+    # code that is not found is found by another folder: that hint stays, said so
+    missing = [SimpleNamespace(reason="module-not-found")] * 3 + records
+    line = summary_line(missing, given={"--src", "--python"})
+    assert line.endswith("may help: another `--src DIR` with the missing package's sources, or `--python PATH` "
+                         "with it installed."), line
 
 
 def test_show_unresolved_and_strict(seed):
