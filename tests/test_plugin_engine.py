@@ -238,6 +238,7 @@ class DemoMultiTokenPredictor(nn.Module):
     ("NewMTPArchOfThePlugin", "not judged"),  # the engine's registry does not list it
     ("NewArchOfThePlugin", "silent"),  # nor does it, but no speculative config names such an architecture
     ("NewMTPArchOfThePlugin/not-a-module", "silent"),  # the engine builds drafters as modules
+    ("Eagle3LlamaForCausalLM/constants", "found"),  # registered through module constants and `__name__`
 ])
 def test_a_plugins_drafter_is_told_by_the_engines_registry(tmp_path, arch, want):
     """Whether a plugin's module holds drafters only is told by the engine's registry tables for
@@ -248,11 +249,19 @@ def test_a_plugins_drafter_is_told_by_the_engines_registry(tmp_path, arch, want)
     root = tmp_path / "root"
     pkg = root / "draftplug"
     pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(
-        "from vllm import ModelRegistry\n\n\n"
-        "def register():\n"
-        f"    ModelRegistry.register_model(\"{arch}\", \"draftplug.mtp:DemoMultiTokenPredictor\")\n")
-    (pkg / "mtp.py").write_text(DRAFTER.replace("(nn.Module)", "") if variant else DRAFTER)
+    if variant == "constants":
+        (pkg / "__init__.py").write_text(
+            "from vllm import ModelRegistry\n\n"
+            f"ARCHITECTURE = \"{arch}\"\n"
+            "MODEL_TARGET = f\"{__name__}.mtp:DemoMultiTokenPredictor\"\n\n\n"
+            "def register():\n"
+            "    ModelRegistry.register_model(ARCHITECTURE, MODEL_TARGET)\n")
+    else:
+        (pkg / "__init__.py").write_text(
+            "from vllm import ModelRegistry\n\n\n"
+            "def register():\n"
+            f"    ModelRegistry.register_model(\"{arch}\", \"draftplug.mtp:DemoMultiTokenPredictor\")\n")
+    (pkg / "mtp.py").write_text(DRAFTER.replace("(nn.Module)", "") if variant == "not-a-module" else DRAFTER)
     found, unjudged = _check(root, "draftplug", STUBS)
     got = {("found" if ("mtp.py", 7, "PPA412") in found else
             "not judged" if ("mtp.py", 7, "PPA412", "engine-fact-unknown") in unjudged else "silent")}

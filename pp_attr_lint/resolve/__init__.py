@@ -28,6 +28,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from ..index.registry import registry_entries
+from ..index.spec import MODULE_NAME_MARK
 from ..settings import Factory, Settings
 from ..unjudged import BROKEN_FILE
 from ..value_words import attribute_detail, call_detail, name_detail
@@ -704,7 +705,7 @@ class Resolver(ValueReading):
                 key: ClassKey | None = None
                 try:
                     if kind == "str":
-                        mod, name = value.split(":")
+                        mod, name = value.replace(MODULE_NAME_MARK, module).split(":")
                         key = self.resolve_class(mod, name) if self.src.summary(mod) is not None else None
                     else:
                         name = value.rsplit(".", 1)[-1]
