@@ -266,3 +266,57 @@ def test_a_plugins_drafter_is_told_by_the_engines_registry(tmp_path, arch, want)
     got = {("found" if ("mtp.py", 7, "PPA412") in found else
             "not judged" if ("mtp.py", 7, "PPA412", "engine-fact-unknown") in unjudged else "silent")}
     assert got == {want}, (found, unjudged)
+
+
+# -- a package that starts the engine's ranks itself --------------------------------------------
+
+TIED_PLUGIN_MODEL = '''import torch.nn as nn
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class TiedForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, config):
+        super().__init__()
+        if get_pp_group().is_first_rank:
+            self.embed_tokens = nn.Embedding(8, 8)
+        else:
+            self.embed_tokens = PPMissingLayer()
+        if get_pp_group().is_last_rank:
+            self.lm_head = nn.Linear(8, 8)
+            self.lm_head.weight = self.embed_tokens.weight
+        self.make_empty_intermediate_tensors = None
+'''
+
+
+@pytest.mark.parametrize("launcher,want", [
+    ("pp_rank=0", "not judged"),  # every rank it starts is the first pipeline rank (sglang-omni 0.1.9)
+    ("pp_rank=rank", "found"),  # it starts later ranks too
+    (None, "found"),  # it starts none: the engine's launcher runs the model
+    ("pp_rank=0/own", "found"),  # a function of its own package: not the engine's ranks
+])
+def test_a_package_that_starts_only_first_rank_workers(tmp_path, launcher, want):
+    """A package that starts the engine's ranks itself, passing `pp_rank=0` to every engine call
+    that takes one, runs its models on no later rank; whether anything else does is not in it:
+    the tied head is listed as not judged (`engine-fact-unknown`), not reported."""
+    root = tmp_path / "root"
+    pkg = root / "ompkg"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "def register():\n    from vllm import ModelRegistry\n\n"
+        "    ModelRegistry.register_model(\"TiedForCausalLM\", \"ompkg.model:TiedForCausalLM\")\n")
+    (pkg / "model.py").write_text(TIED_PLUGIN_MODEL)
+    if launcher is not None:
+        value, _, own = launcher.partition("/")
+        source = "ompkg.spawn" if own else "vllm.distributed"
+        (pkg / "spawn.py").write_text("def spawn_world_rank(args, tp_rank, pp_rank):\n    return tp_rank\n")
+        (pkg / "worker.py").write_text(
+            "class Worker:\n"
+            "    def start(self, args, tp_rank, rank):\n"
+            f"        from {source} import spawn_world_rank\n\n"
+            f"        return spawn_world_rank(args, tp_rank=tp_rank, {value})\n")
+    found, unjudged = _check(root, "ompkg", STUBS)
+    got = ("found" if ("model.py", 16, "PPA101") in found else
+           "not judged" if ("model.py", 16, "PPA101", "engine-fact-unknown") in unjudged else "silent")
+    assert got == want, (found, unjudged)

@@ -118,6 +118,48 @@ class Executors(Service):
             memo[(dirs, top)] = self._builds(top)
         return memo[(dirs, top)]
 
+    def pinned_first_rank(self, top: str):
+        """Where package ``top`` starts an engine's ranks itself, always as the first pipeline
+        rank: ``(module, line)`` of a call that passes ``pp_rank=0`` to a function of another
+        top-level package (sglang-omni 0.1.9 model_runner/model_worker.py:112,
+        ``spawn_world_rank(server_args, tp_rank=tp_rank, pp_rank=0)`` of SGLang's
+        runtime_context), when every such call of the package passes ``0``; ``None`` otherwise.
+        Such a package runs its models on no later rank; whether anything else does (the
+        engine's own launcher, given the package's models) is not in the package."""
+        memo = self._memo.setdefault("pinned-rank", {})
+        dirs = self.m.reader.scan_dirs()
+        if (dirs, top) not in memo:
+            found = None
+            for module, tree, _lines in self.m.reader.package_trees(top, b"pp_rank=0"):
+                got = pinned_rank_calls(tree, module, self.r.absolute_module)
+                if got is None:
+                    found = None
+                    break
+                if got and found is None:
+                    found = (module, got[0][0])
+            if found is not None:
+                # every call that passes `pp_rank` must pass 0, also in files without `pp_rank=0`
+                for module, tree, _lines in self.m.reader.package_trees(top, b"pp_rank"):
+                    if pinned_rank_calls(tree, module, self.r.absolute_module) is None:
+                        found = None
+                        break
+            memo[(dirs, top)] = found
+        return memo[(dirs, top)]
+
+    def first_rank_only(self, module: str) -> Unresolved | None:
+        """The :class:`~pp_attr_lint.resolve.Unresolved` (``engine-fact-unknown``) every rule
+        gets for ``module`` when its package starts the engine's ranks itself as the first
+        pipeline rank only (:meth:`pinned_first_rank`): its lines fail on no later rank that
+        the package starts, and whether other code runs its models under PP cannot be told;
+        ``None`` otherwise."""
+        top = module.split(".", 1)[0]
+        pinned = self.pinned_first_rank(top)
+        if pinned is None:
+            return None
+        return Unresolved("engine-fact-unknown", f"`{top}` starts the engine's ranks itself, each as the first "
+                          f"pipeline-parallel rank (`pp_rank=0`, `{pinned[0]}` line {pinned[1]}): whether anything "
+                          f"runs `{module}` on a later rank is not in the analysed code")
+
     def _builds(self, top: str) -> bool:
         pinned = set()
         for _module, tree, _lines in self.m.reader.package_trees(top, b"if True:", b"if 1:"):
@@ -219,12 +261,45 @@ class Executors(Service):
         return False
 
 
-def _local_imports(body: list) -> dict:
-    """Name -> ``(module, name)`` of the absolute ``from m import name`` statements of ``body``
-    (a function's lazy imports)."""
+def pinned_rank_calls(tree: ast.Module, module: str, absolute) -> list | None:
+    """``[(line, callee module)]`` of the calls in ``tree`` that pass a keyword ``pp_rank``
+    to a function imported from a top-level package other than ``module``'s own (in the
+    function or at the top of the module; ``absolute(module, target, level)`` makes an import's
+    module absolute), when every such call passes the constant ``0``; ``None`` when one passes
+    anything else."""
+    own = module.split(".", 1)[0]
+    top_imports = _local_imports(tree.body, module, absolute, functions=False)
+    out = []
+    for fn in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
+        local = {**top_imports, **_local_imports(fn.body, module, absolute)} if fn is not tree else top_imports
+        nodes = _own_nodes(fn.body)
+        for n in nodes:
+            if not isinstance(n, ast.Call):
+                continue
+            kw = next((k for k in n.keywords if k.arg == "pp_rank"), None)
+            if kw is None:
+                continue
+            head = n.func.id if isinstance(n.func, ast.Name) else None
+            target = local.get(head) if head else None
+            if target is None or not target[0] or target[0].split(".", 1)[0] == own:
+                continue
+            if not (isinstance(kw.value, ast.Constant) and kw.value.value == 0):
+                return None
+            out.append((n.lineno, target[0]))
+    return out
+
+
+def _local_imports(body: list, module: str = "", absolute=None, functions: bool = True) -> dict:
+    """Name -> ``(module, name)`` of the ``from m import name`` statements of ``body`` (a
+    function's lazy imports; with ``functions`` false, only statements outside functions);
+    relative ones only when ``absolute`` is given to resolve them against ``module``."""
     out = {}
-    for n in _own_nodes(body):
-        if isinstance(n, ast.ImportFrom) and n.level == 0 and n.module:
-            for a in n.names:
-                out[a.asname or a.name] = (n.module, a.name)
+    nodes = _own_nodes(body) if functions else (n for st in body for n in _own_nodes([st])
+                                                 if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    for n in nodes:
+        if isinstance(n, ast.ImportFrom) and (n.module or n.level):
+            target = n.module if n.level == 0 else absolute(module, n.module, n.level) if absolute else None
+            if target:
+                for a in n.names:
+                    out[a.asname or a.name] = (target, a.name)
     return out

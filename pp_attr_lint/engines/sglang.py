@@ -143,7 +143,12 @@ class SglangEngine(Service):
         A class named as a speculative draft model (:data:`~pp_attr_lint.facts.DRAFTER_NAME_WORDS`)
         is refused when the engine lets no speculative-decoding algorithm run under PP
         (:meth:`pp_speculative_algorithms` is empty: SGLang 0.4.6 and 0.5.1 forks assert
-        ``speculative_algorithm is None`` when ``pp_size > 1``)."""
+        ``speculative_algorithm is None`` when ``pp_size > 1``).  Raises ``engine-fact-unknown``
+        for a package that starts the engine's ranks itself as the first pipeline rank only
+        (:meth:`Executors.first_rank_only <pp_attr_lint.engines.executors.Executors.first_rank_only>`)."""
+        pinned = self.m.executors.first_rank_only(module)
+        if pinned is not None:
+            raise pinned
         if cls is None or "." in cls:
             return False
         entries = self.entry_classes(module)
