@@ -62,7 +62,8 @@ from typing import Any
 # child_nodes and statements_on_lines are imported here for the callers that still name this module
 from .astutil import (answers_held_names_only, child_nodes, dotted_name, raises_attribute_error_only,  # noqa: F401
                       ref_chain, short_source, source_segment, statements_on_lines, walk)
-from .spec import MODULE_NAME_MARK, IndexSpec, LineIndex
+from .constants import folded, string_constants
+from .spec import IndexSpec, LineIndex
 from .view import ModuleView, set_active
 
 _chain = _iter_chain.from_iterable
@@ -922,52 +923,6 @@ def complete_facts(source: str, collect) -> Any:
         set_active(old)
 
 
-def _string_constants(tree: ast.Module) -> dict:
-    """Name -> the string a module-level ``NAME = "..."`` (or an f-string of such names and
-    ``__name__``) binds, for the names bound once at module level."""
-    count: dict = {}
-    values: dict = {}
-    for st in tree.body:
-        targets = st.targets if isinstance(st, ast.Assign) else [st.target] if isinstance(st, ast.AnnAssign) else []
-        for t in targets:
-            if isinstance(t, ast.Name):
-                count[t.id] = count.get(t.id, 0) + 1
-                if len(targets) == 1 and st.value is not None:
-                    values[t.id] = st.value
-    out: dict = {}
-    for name, value in values.items():  # in source order: a later constant may use an earlier one
-        if count[name] == 1:
-            got = _folded(value, out)
-            if got is not None:
-                out[name] = got.value
-    return out
-
-
-def _folded(node, constants: dict):
-    """An ``ast.Constant`` string for ``node`` when it is one, a name of ``constants``, or an
-    f-string of those and ``__name__`` (:data:`~pp_attr_lint.index.spec.MODULE_NAME_MARK`); else ``None``."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node
-    if isinstance(node, ast.Name):
-        if node.id == "__name__":
-            return ast.Constant(MODULE_NAME_MARK)
-        return ast.Constant(constants[node.id]) if node.id in constants else None
-    if isinstance(node, ast.JoinedStr):
-        parts = []
-        for v in node.values:
-            if isinstance(v, ast.FormattedValue):
-                if v.conversion != -1 or v.format_spec is not None:
-                    return None
-                v = _folded(v.value, constants)
-            else:
-                v = _folded(v, constants)
-            if v is None:
-                return None
-            parts.append(v.value)
-        return ast.Constant("".join(parts))
-    return None
-
-
 def _registrations(tree: ast.Module) -> list:
     """The ``X.register_model("Arch", target)`` calls of ``tree`` (see the module docstring)."""
     out = []
@@ -983,13 +938,13 @@ def _registrations(tree: ast.Module) -> list:
                 else:
                     head = a.name.split(".", 1)[0]
                     bound.setdefault(head, []).append((head, None, 0))
-    constants = _string_constants(tree)
+    constants = string_constants(tree)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                 and node.func.attr == "register_model" and len(node.args) == 2 and not node.keywords):
             continue
         receiver = dotted_name(node.func.value)
-        arch, target = (_folded(a, constants) or a for a in node.args)
+        arch, target = (folded(a, constants) or a for a in node.args)
         if receiver is None or not (isinstance(arch, ast.Constant) and isinstance(arch.value, str)):
             continue
         if isinstance(target, ast.Constant) and isinstance(target.value, str) and target.value.count(":") == 1:
