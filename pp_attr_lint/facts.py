@@ -51,6 +51,10 @@ TRANSPARENT_DECORATORS = (
     "runtime_checkable",
     "final",
     "typing.final",
+    # the generated `__init__` stores exactly the fields, which are class-level annotations (read
+    # as the attributes' classes, docs/design.md); the methods it adds set nothing else
+    "dataclass",
+    "dataclasses.dataclass",
 )
 
 # the model registry is found by its place in the analysed tree, for any top-level package name

@@ -404,6 +404,18 @@ CASES: dict[str, Case] = {
         """),
         no_run='the dataclass needs a start_layer argument: TypeError before the read',
     ),
+    # wrapper is a dataclass whose fields hold no start_layer: its instance holds the fields
+    # and what __post_init__ stores, so the read fails (the decorator adds no other attribute)
+    'dataclass_without_the_field': case(1, RAISES,
+        wrap("""
+            from dataclasses import dataclass
+            @dataclass
+            class WrapForCausalLM:
+                vllm_config: object = None
+                def __post_init__(self):
+                    self.model = InnerModel(vllm_config=self.vllm_config)
+        """),
+    ),
     # start_layer is a custom descriptor on the wrapper class
     'descriptor': case(0, OK,
         wrap("""
