@@ -115,3 +115,25 @@ def fixture_folders() -> list[Path]:
     ``ppstub`` (the stub torch and vLLM that the rule cases resolve and run against)."""
     return sorted(p for p in FIXTURES.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))
                   and p.name != "ppstub")
+
+
+# a plugin's registered model whose tied head reads the input embedding, a `PPMissingLayer` on
+# every rank but the first: PPA101 at line 16 (tests of plugins and of `audit`)
+TIED_PLUGIN_MODEL = '''import torch.nn as nn
+from vllm.distributed import get_pp_group
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import PPMissingLayer
+
+
+class TiedForCausalLM(nn.Module, SupportsPP):
+    def __init__(self, config):
+        super().__init__()
+        if get_pp_group().is_first_rank:
+            self.embed_tokens = nn.Embedding(8, 8)
+        else:
+            self.embed_tokens = PPMissingLayer()
+        if get_pp_group().is_last_rank:
+            self.lm_head = nn.Linear(8, 8)
+            self.lm_head.weight = self.embed_tokens.weight
+        self.make_empty_intermediate_tensors = None
+'''

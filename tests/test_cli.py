@@ -638,24 +638,7 @@ def test_audit_of_a_plugin_takes_its_engine(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(audit, "download_wheel", no_pip)
     cache = tmp_path / "wheels"
     cache.mkdir()
-    plugin = '''import torch.nn as nn
-from vllm.distributed import get_pp_group
-from vllm.model_executor.models.interfaces import SupportsPP
-from vllm.model_executor.models.utils import PPMissingLayer
-
-
-class TiedForCausalLM(nn.Module, SupportsPP):
-    def __init__(self, config):
-        super().__init__()
-        if get_pp_group().is_first_rank:
-            self.embed_tokens = nn.Embedding(8, 8)
-        else:
-            self.embed_tokens = PPMissingLayer()
-        if get_pp_group().is_last_rank:
-            self.lm_head = nn.Linear(8, 8)
-            self.lm_head.weight = self.embed_tokens.weight
-        self.make_empty_intermediate_tensors = None
-'''
+    from helpers import TIED_PLUGIN_MODEL as plugin
     _zip_wheel(cache / "tiedplug-0.1.0-py3-none-any.whl", {
         "tiedplug/__init__.py": "def register():\n    from vllm import ModelRegistry\n\n"
                                 "    ModelRegistry.register_model(\"TiedForCausalLM\", \"tiedplug.model:TiedForCausalLM\")\n",

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 import oracle
-from helpers import REPO, run_cli
+from helpers import REPO, TIED_PLUGIN_MODEL, run_cli
 
 PLUGINS = REPO / "tests" / "fixtures" / "plugins"
 STUBS = REPO / "fixtures" / "ppstub"
@@ -270,24 +270,6 @@ def test_a_plugins_drafter_is_told_by_the_engines_registry(tmp_path, arch, want)
 
 # -- a package that starts the engine's ranks itself --------------------------------------------
 
-TIED_PLUGIN_MODEL = '''import torch.nn as nn
-from vllm.distributed import get_pp_group
-from vllm.model_executor.models.interfaces import SupportsPP
-from vllm.model_executor.models.utils import PPMissingLayer
-
-
-class TiedForCausalLM(nn.Module, SupportsPP):
-    def __init__(self, config):
-        super().__init__()
-        if get_pp_group().is_first_rank:
-            self.embed_tokens = nn.Embedding(8, 8)
-        else:
-            self.embed_tokens = PPMissingLayer()
-        if get_pp_group().is_last_rank:
-            self.lm_head = nn.Linear(8, 8)
-            self.lm_head.weight = self.embed_tokens.weight
-        self.make_empty_intermediate_tensors = None
-'''
 
 
 @pytest.mark.parametrize("launcher,want", [
