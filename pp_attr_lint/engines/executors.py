@@ -17,17 +17,13 @@ from __future__ import annotations
 import ast
 
 from .. import facts as F
+from ..index.astutil import last_name
 from ..resolve import EXTERNAL, Unresolved
+from ..semantic.flow import body_nodes as _own_nodes
 from ..semantic.service import Service
 
 # the most classes and functions followed from the executors before the answer is "cannot tell"
 _REACH_LIMIT = 400
-
-
-def _last_name(node) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    return node.attr if isinstance(node, ast.Attribute) else None
 
 
 def _branches(node: ast.If, elifs: set) -> list:
@@ -45,24 +41,21 @@ def _branches(node: ast.If, elifs: set) -> list:
         return out
 
 
-def _own_nodes(body: list):
-    """The nodes of the statements ``body``, nested functions and classes left out."""
-    todo = list(body)
-    while todo:
-        n = todo.pop()
-        yield n
-        for child in ast.iter_child_nodes(n):
-            if not isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                todo.append(child)
+def _name_assigns(body: list) -> list:
+    """The ``x = value`` statements (one plain name bound) of ``body``, in source order."""
+    return sorted((n for n in _own_nodes(body) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                   and isinstance(n.targets[0], ast.Name)), key=lambda n: (n.lineno, n.col_offset))
 
 
 def _bound_names(body: list) -> dict:
     """Name -> the value last assigned to it (``x = value``) in ``body``, in source order."""
-    out = {}
-    for n in sorted((n for n in _own_nodes(body) if isinstance(n, ast.Assign) and len(n.targets) == 1
-                     and isinstance(n.targets[0], ast.Name)), key=lambda n: (n.lineno, n.col_offset)):
-        out[n.targets[0].id] = n.value
-    return out
+    return {n.targets[0].id: n.value for n in _name_assigns(body)}
+
+
+def _module_nodes(tree: ast.Module):
+    """The nodes of ``tree``'s statements outside its functions (class bodies without their
+    methods included)."""
+    return _own_nodes([st for st in tree.body if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef))])
 
 
 def _truthy_constant(test) -> bool:
@@ -195,9 +188,8 @@ class Executors(Service):
         in the branch or at the top of ``module``), or ``None`` when one is not a class."""
         local = _local_imports(body)
         keys = set()
-        for n in _own_nodes(body):
-            if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name) \
-                    and n.targets[0].id == name:
+        for n in _name_assigns(body):
+            if n.targets[0].id == name:
                 sym = self._symbol(module, local, n.value.id) if isinstance(n.value, ast.Name) else None
                 if not sym or sym[0] != "class":
                     return None
@@ -245,7 +237,7 @@ class Executors(Service):
                 strings = set()
                 for n in _own_nodes(fn.body):
                     if isinstance(n, ast.Call):
-                        if _last_name(n.func) in F.MODEL_LOADER_CALLS:
+                        if last_name(n.func) in F.MODEL_LOADER_CALLS:
                             return True
                         if isinstance(n.func, ast.Name):
                             sym = self._symbol(module, local, n.func.id)
@@ -254,9 +246,9 @@ class Executors(Service):
                     elif isinstance(n, ast.Constant) and isinstance(n.value, str):
                         strings.add(n.value)
                 for s in sorted(strings):
-                    if s.split(".", 1)[0] == top and "." in s and self.ctx.project.summary(s) is not None:
-                        classes = self.ctx.project.summary(s)["classes"]
-                        named = [c for c in classes if c in strings] or list(classes)
+                    summary = self.ctx.project.summary(s) if s.split(".", 1)[0] == top and "." in s else None
+                    if summary is not None:
+                        named = [c for c in summary["classes"] if c in strings] or list(summary["classes"])
                         todo += [("class", (s, c)) for c in named]
         return False
 
@@ -268,11 +260,12 @@ def pinned_rank_calls(tree: ast.Module, module: str, absolute) -> list | None:
     module absolute), when every such call passes the constant ``0``; ``None`` when one passes
     anything else."""
     own = module.split(".", 1)[0]
-    top_imports = _local_imports(tree.body, module, absolute, functions=False)
+    top = list(_module_nodes(tree))
+    top_imports = _imports(top, module, absolute)
+    functions = [list(_own_nodes(fn.body)) for fn in ast.walk(tree) if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))]
     out = []
-    for fn in [tree, *(n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))]:
-        local = {**top_imports, **_local_imports(fn.body, module, absolute)} if fn is not tree else top_imports
-        nodes = _own_nodes(fn.body)
+    # a function's own lazy imports over the module's
+    for nodes, local in [(top, top_imports), *((f, {**top_imports, **_imports(f, module, absolute)}) for f in functions)]:
         for n in nodes:
             if not isinstance(n, ast.Call):
                 continue
@@ -289,13 +282,16 @@ def pinned_rank_calls(tree: ast.Module, module: str, absolute) -> list | None:
     return out
 
 
-def _local_imports(body: list, module: str = "", absolute=None, functions: bool = True) -> dict:
-    """Name -> ``(module, name)`` of the ``from m import name`` statements of ``body`` (a
-    function's lazy imports; with ``functions`` false, only statements outside functions);
+def _local_imports(body: list) -> dict:
+    """Name -> ``(module, name)`` of the absolute ``from m import name`` statements of ``body``
+    (a function's lazy imports)."""
+    return _imports(_own_nodes(body), "", None)
+
+
+def _imports(nodes, module: str, absolute) -> dict:
+    """Name -> ``(module, name)`` of the ``from m import name`` statements among ``nodes``;
     relative ones only when ``absolute`` is given to resolve them against ``module``."""
     out = {}
-    nodes = _own_nodes(body) if functions else (n for st in body for n in _own_nodes([st])
-                                                 if not isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)))
     for n in nodes:
         if isinstance(n, ast.ImportFrom) and (n.module or n.level):
             target = n.module if n.level == 0 else absolute(module, n.module, n.level) if absolute else None

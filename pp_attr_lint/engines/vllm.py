@@ -17,7 +17,7 @@ import re
 
 from .. import facts as F
 from ..resolve import EXTERNAL, Unresolved
-from ..index.astutil import walk as fast_walk
+from ..index.astutil import last_name, walk as fast_walk
 from ..semantic.flow import raise_guards
 from ..semantic.guards import atoms, f_and, f_not, f_or, satisfying
 from ..semantic.service import Service
@@ -301,7 +301,7 @@ class VllmEngine(Service):
             imported = {a.asname or a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
                         and node.level == 0 and (node.module or "").split(".", 1)[0] not in ("", top)
                         and self.r.model_registry(node.module.split(".", 1)[0]) for a in node.names if a.name in names}
-            if any(isinstance(node, ast.Call) and _last_name(node.func) in imported for node in ast.walk(tree)):
+            if any(isinstance(node, ast.Call) and last_name(node.func) in imported for node in ast.walk(tree)):
                 return True
         return False
 
@@ -738,13 +738,6 @@ def _raise_without_ids(tree) -> int | None:
     return None
 
 
-def _last_name(node) -> str | None:
-    """The last name of a ``Name`` or ``Attribute`` node (``self.a.b`` -> ``b``), else ``None``."""
-    if isinstance(node, ast.Name):
-        return node.id
-    return node.attr if isinstance(node, ast.Attribute) else None
-
-
 def _factory_calls(tree, mod: str, factory, suffixes: tuple, keywords: set) -> list:
     """``[(mod, architecture names)]`` of each call in ``tree`` of a registry factory (a name that
     ends with one of ``suffixes`` and matches ``factory``) with one of ``keywords``: the string
@@ -755,11 +748,11 @@ def _factory_calls(tree, mod: str, factory, suffixes: tuple, keywords: set) -> l
     for node in fast_walk(tree):  # one walk: the factory calls and the assignments
         if isinstance(node, (ast.Assign, ast.AnnAssign)):
             for t in node.targets if isinstance(node, ast.Assign) else [node.target]:
-                name = _last_name(t)
+                name = last_name(t)
                 if name and node.value is not None:
                     values.setdefault(name, []).append(node.value)
         elif isinstance(node, ast.Call):
-            fname = _last_name(node.func)
+            fname = last_name(node.func)
             if fname and fname.endswith(suffixes) and factory.match(fname):
                 found.append(node)
     calls = []
@@ -769,7 +762,7 @@ def _factory_calls(tree, mod: str, factory, suffixes: tuple, keywords: set) -> l
                 names = set(_strings(kw.value))
                 for sub in ast.walk(kw.value):
                     if isinstance(sub, (ast.Name, ast.Attribute)):
-                        for v in values.get(_last_name(sub), ()):
+                        for v in values.get(last_name(sub), ()):
                             names.update(_strings(v))
                 calls.append((mod, names))
     return calls

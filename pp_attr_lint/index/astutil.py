@@ -15,6 +15,13 @@ def dotted_name(node: ast.AST | None) -> str | None:
     return ".".join(chain) if chain is not None else None
 
 
+def last_name(node) -> str | None:
+    """The last name of a ``Name`` or ``Attribute`` node (``self.a.b`` -> ``b``), else ``None``."""
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
+
+
 def ref_chain(node: ast.AST) -> tuple[str, ...] | None:
     """Return ``("self", "a", "b")`` for ``self.a.b`` (a name then attribute reads), else ``None``."""
     parts: list[str] = []

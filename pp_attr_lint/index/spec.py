@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-SUMMARY_VERSION = 29
+SUMMARY_VERSION = 29  # bump when the summary format of pp_attr_lint.index.summary changes
 # `__name__` in a folded registration target (`f"{__name__}.model:Arch"`): the module's name, put
 # in when the registration is read (pp_attr_lint.resolve ``registrations``)
-MODULE_NAME_MARK = "\x00__name__\x00"  # bump when the summary format of pp_attr_lint.index.summary changes
+MODULE_NAME_MARK = "\x00__name__\x00"
 # where a summary keeps the facts of the rank collector (pp_attr_lint.semantic.values.collect), which the
 # placeholder rules share: one key for the collector and the rules
 RANK_FACTS_KEY = "pp-ranks"

@@ -641,7 +641,13 @@ def branches(value, guard, names: dict | None = None) -> list:
 # -- what a function's returns and raises say --------------------------------------------------
 def own_nodes(fn):
     """The nodes of ``fn``'s body outside nested functions, lambdas and classes."""
-    todo = list(fn.body)
+    return body_nodes(fn.body)
+
+
+def body_nodes(body: list):
+    """The nodes of the statements ``body`` (each statement itself included) outside the
+    functions, lambdas and classes nested in them."""
+    todo = list(body)
     while todo:
         node = todo.pop()
         yield node

@@ -15,6 +15,7 @@ from __future__ import annotations
 import ast
 
 from .. import facts as F
+from ..index.astutil import last_name
 from . import guards as G
 
 # what a test says of the pipeline stages that run what it guards
@@ -38,10 +39,6 @@ def _flip(c):
     return {FIRST: LATER, LATER: FIRST}.get(c, c)
 
 
-def _last_name(node) -> str | None:
-    return node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
-
-
 def stage_class(test: ast.AST) -> str | None:
     """What ``test`` holding says of the stage: :data:`FIRST` (only the first stage holds it:
     ``is_first_rank``, ``self.start_layer == 0``, ``not pp_rank``), :data:`LATER` (only the
@@ -61,7 +58,7 @@ def stage_class(test: ast.AST) -> str | None:
         elif None not in parts and len(set(parts)) == 1 and parts[0] != UNKNOWN:
             return parts[0]  # a disjunction of parts that all say the same
         return UNKNOWN if any(p is not None for p in parts) else None
-    word = _last_name(test)
+    word = last_name(test)
     if word == F.FIRST_RANK_PREDICATE:
         return FIRST
     if word == F.LAST_RANK_PREDICATE:
@@ -72,7 +69,7 @@ def stage_class(test: ast.AST) -> str | None:
         left, op, right = test.left, type(test.ops[0]).__name__, test.comparators[0]
         if isinstance(left, ast.Constant) and op in _MIRROR:
             left, op, right = right, _MIRROR[op], left  # `0 == self.start_layer`
-        if _last_name(left) in G.STAGE_POSITION_NAMES and isinstance(right, ast.Constant) and type(right.value) is int:
+        if last_name(left) in G.STAGE_POSITION_NAMES and isinstance(right, ast.Constant) and type(right.value) is int:
             c = right.value
             if (op, c) in (("Eq", 0), ("LtE", 0), ("Lt", 1)):
                 return FIRST
